@@ -1,0 +1,26 @@
+"""Opponent archetypes, populations and the registry users extend.
+
+Example:
+    >>> from mage_envs.opponents import list_opponents
+    >>> list_opponents("kuhn_poker", split="heldout")
+    ['bluffer', 'calling-station', 'maniac']
+"""
+
+from .base import BotOpponent, Opponent, PolicyOpponent, sample_action
+from .population import OpponentSpec, Population, as_population
+from .registry import archetype, list_opponents, load_game, make_opponent, register_opponent
+
+__all__ = [
+    "BotOpponent",
+    "Opponent",
+    "OpponentSpec",
+    "PolicyOpponent",
+    "Population",
+    "archetype",
+    "as_population",
+    "list_opponents",
+    "load_game",
+    "make_opponent",
+    "register_opponent",
+    "sample_action",
+]

@@ -1,0 +1,152 @@
+"""The ``Opponent`` protocol and the two kinds every archetype is built from.
+
+An opponent plays one seat of an OpenSpiel game. The env hands it a ``random.Random``
+derived from the env's ``np_random`` at every episode start, so the same env seed gives
+the same games. Opponents whose move distribution is known in closed form expose it
+through :meth:`Opponent.action_probabilities`; the exact oracles use it.
+
+Example:
+    >>> import random, pyspiel
+    >>> game = pyspiel.load_game("kuhn_poker")
+    >>> always_bet = PolicyOpponent("always-bet", lambda state: {1: 1.0})
+    >>> always_bet.reset(random.Random(0))
+    >>> state = game.new_initial_state(); state.apply_action(0); state.apply_action(1)
+    >>> always_bet.act(state)
+    1
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from typing import Callable, Mapping
+
+import pyspiel
+
+ActionProbs = Mapping[int, float]
+
+
+class Opponent(ABC):
+    """One seat's player. Subclasses implement :meth:`act`; stateful ones :meth:`reset`."""
+
+    #: Stable archetype id, e.g. ``"aggressive"``; reported in ``info["opponent"]``.
+    name: str = "opponent"
+
+    def reset(self, rng: random.Random) -> None:
+        """Start a new episode; all randomness must come from ``rng``."""
+        self._rng = rng
+
+    @abstractmethod
+    def act(self, state: pyspiel.State) -> int:
+        """The action to play in ``state`` (the opponent is the player to move)."""
+
+    def action_probabilities(self, state: pyspiel.State) -> ActionProbs | None:
+        """The exact move distribution in ``state``, or ``None`` when it has no closed form."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+
+def sample_action(probs: ActionProbs, rng: random.Random) -> int:
+    """Draw an action from ``probs``; a pure strategy consumes no randomness.
+
+    Example:
+        >>> sample_action({0: 0.0, 1: 1.0}, random.Random(0))
+        1
+    """
+    if len(probs) == 1:
+        return next(iter(probs))
+    threshold = rng.random()
+    cumulative = 0.0
+    last = None
+    for action, prob in probs.items():
+        if prob <= 0.0:
+            continue
+        cumulative += prob
+        last = action
+        if threshold < cumulative:
+            return action
+    if last is None:
+        raise ValueError(f"action distribution has no positive mass: {dict(probs)}")
+    return last
+
+
+def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dict[int, float]]:
+    """A ``pyspiel.Policy`` as ``{information state: {action: probability}}`` over all
+    decision nodes of ``game`` (walks the tree; meant for small games).
+
+    Example:
+        >>> import pyspiel
+        >>> game = pyspiel.load_game("kuhn_poker")
+        >>> table = tabulate_policy(game, pyspiel.UniformRandomPolicy(game))
+        >>> len(table), table["0"]
+        (12, {0: 0.5, 1: 0.5})
+    """
+    table: dict[str, dict[int, float]] = {}
+    stack = [game.new_initial_state()]
+    while stack:
+        state = stack.pop()
+        if state.is_terminal():
+            continue
+        if state.is_chance_node():
+            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
+            continue
+        key = state.information_state_string()
+        if key not in table:
+            table[key] = {int(a): float(p) for a, p in policy.action_probabilities(state).items()}
+        stack.extend(state.child(a) for a in state.legal_actions())
+    return table
+
+
+class PolicyOpponent(Opponent):
+    """An opponent given by a move distribution, cached per information state.
+
+    ``policy(state)`` returns ``{action: probability}`` over legal actions; it must depend
+    only on what the opponent can observe (its information state string), which is what
+    the cache is keyed on.
+    """
+
+    def __init__(self, name: str, policy: Callable[[pyspiel.State], ActionProbs]) -> None:
+        self.name = name
+        self._policy = policy
+        self._cache: dict[str, dict[int, float]] = {}
+        self._rng = random.Random(0)
+
+    def action_probabilities(self, state: pyspiel.State) -> dict[int, float]:
+        key = state.information_state_string()
+        probs = self._cache.get(key)
+        if probs is None:
+            probs = {a: float(p) for a, p in self._policy(state).items() if p > 0.0}
+            legal = set(state.legal_actions())
+            if not probs or not set(probs) <= legal or abs(sum(probs.values()) - 1.0) > 1e-9:
+                raise ValueError(
+                    f"opponent {self.name!r} returned {probs} in information state {key!r}; "
+                    f"expected probabilities over legal actions {sorted(legal)} summing to 1"
+                )
+            self._cache[key] = probs
+        return probs
+
+    def act(self, state: pyspiel.State) -> int:
+        return sample_action(self.action_probabilities(state), self._rng)
+
+
+class BotOpponent(Opponent):
+    """An OpenSpiel ``pyspiel.Bot`` rebuilt with a fresh seed from the env at each episode.
+
+    ``make_bot(seed)`` builds the bot (for example a C++ ``pyspiel.MCTSBot``).
+    """
+
+    def __init__(self, name: str, make_bot: Callable[[int], pyspiel.Bot]) -> None:
+        self.name = name
+        self._make_bot = make_bot
+        self._bot: pyspiel.Bot | None = None
+
+    def reset(self, rng: random.Random) -> None:
+        self._rng = rng
+        self._bot = self._make_bot(rng.getrandbits(31))
+
+    def act(self, state: pyspiel.State) -> int:
+        if self._bot is None:
+            raise RuntimeError(f"{self!r}.act() called before reset()")
+        return int(self._bot.step(state))

@@ -1,0 +1,1 @@
+"""Leduc Poker archetypes (being written)."""

@@ -1,0 +1,1 @@
+"""Tic-Tac-Toe archetypes (being written)."""

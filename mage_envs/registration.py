@@ -1,0 +1,58 @@
+"""Gymnasium registration of every MAGE environment id.
+
+``mage/<Game>-v0`` is one episode; ``mage/<Game>-meta-v0`` is the same game inside a
+:class:`~mage_envs.MetaEpisodeWrapper`. ``gym.make`` passes the wrapper's options and the
+game's options alike; :func:`make_meta_env` splits them.
+
+Example:
+    >>> import gymnasium as gym, mage_envs
+    >>> env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, opponent="nash", seat=1)
+    >>> env.unwrapped.num_episodes if hasattr(env.unwrapped, "num_episodes") else 2
+    2
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from typing import Any
+
+import gymnasium as gym
+
+from .core.meta import MetaEpisodeWrapper
+
+_META_OPTIONS = tuple(inspect.signature(MetaEpisodeWrapper.__init__).parameters)[2:]
+
+#: id stem -> (entry point of the single-episode env, default meta options)
+GAMES: dict[str, tuple[str, dict[str, Any]]] = {
+    "KuhnPoker": ("mage_envs.games.kuhn_poker:KuhnPokerEnv", {"repeat_instance": True}),
+    "TicTacToe": ("mage_envs.games.tic_tac_toe:TicTacToeEnv", {"repeat_instance": True}),
+    "LeducPoker": ("mage_envs.games.leduc_poker:LeducPokerEnv", {"repeat_instance": True}),
+}
+
+
+def load_entry_point(entry_point: str) -> Any:
+    """Import ``"package.module:attr"``."""
+    module, _, attr = entry_point.partition(":")
+    return getattr(importlib.import_module(module), attr)
+
+
+def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:
+    """Build ``base`` (an entry point) with its options, wrapped with the meta options."""
+    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_OPTIONS}
+    env = load_entry_point(base)(**kwargs)
+    return MetaEpisodeWrapper(env, **meta)
+
+
+def register_envs() -> None:
+    """Register ``mage/<Game>-v0`` and ``mage/<Game>-meta-v0`` for every game (idempotent)."""
+    for stem, (entry_point, meta_defaults) in GAMES.items():
+        single, meta = f"mage/{stem}-v0", f"mage/{stem}-meta-v0"
+        if single not in gym.registry:
+            gym.register(id=single, entry_point=entry_point, disable_env_checker=False)
+        if meta not in gym.registry:
+            gym.register(
+                id=meta,
+                entry_point="mage_envs.registration:make_meta_env",
+                kwargs={"base": entry_point, **meta_defaults},
+            )

@@ -9,9 +9,9 @@ at the top of every later prompt. Rewards are paid at the end of each inner epis
 * ``"final"``: R(tau_N) at the end of the last episode, 0 before;
 * ``"cumulative"``: R(tau_n) at the end of every episode.
 
-``info`` always carries ``episode_returns`` and ``episode_successes`` (the finished
-inner episodes), ``episode_index``, ``num_episodes``, ``phase`` and ``opponent``, so any
-trainer can recompute any scheme.
+``info`` always carries ``episode_returns``, ``episode_successes`` and
+``episode_outcomes`` (the finished inner episodes), ``episode_index``, ``num_episodes``,
+``phase`` and ``opponent``, so any trainer can recompute any scheme.
 
 Example:
     >>> import gymnasium as gym, mage_envs
@@ -103,6 +103,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self.memory.clear()
         self._returns: list[float] = []
         self._successes: list[bool] = []
+        self._outcomes: list[str | None] = []
         self._episode_index = 0
         self._current_return = 0.0
         self._phase = "act"
@@ -130,6 +131,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         episode_return = self._current_return
         self._returns.append(episode_return)
         self._successes.append(bool(info.get("success", False)))
+        self._outcomes.append(info.get("outcome"))
         self.memory.add_episode(f"Result: {self._result_line(episode_return, info)}")
         reward = self._meta_reward()
         last = len(self._returns) == self.num_episodes
@@ -201,6 +203,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
             num_episodes=self.num_episodes,
             episode_returns=list(self._returns),
             episode_successes=list(self._successes),
+            episode_outcomes=list(self._outcomes),
             opponent=self._opponent if self._opponent is not None else inner.get("opponent"),
         )
         if self._phase == "reflect":

@@ -336,19 +336,25 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         return list(self._legal)
 
     def __getstate__(self) -> dict[str, Any]:
+        """Pickle the game as its action history; opponents are rebuilt from their ids."""
         state = self.__dict__.copy()
         pyspiel_state = state.pop("_state", None)
         state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
-        state.pop("game", None)
+        for key in ("game", "_opponents", "_opponent"):
+            state.pop(key, None)
         state["_obs_cache"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore a pickled env; a search-bot opponent restarts with a seed from the env's rng."""
         history = state.pop("_serialized_history")
         self.__dict__.update(state)
         self.game = load_game(self.game_string)
+        self._opponents = {}
         self._state = None
         if history is not None:
             self._state = self.game.new_initial_state()
             for action in history:
                 self._state.apply_action(action)
+            self._opponent = self._opponent_for(self._opponent_id)
+            self._opponent.reset(self._rng)

@@ -1,0 +1,221 @@
+"""The evaluation harness: any agent, per opponent and per episode index, beside the oracles.
+
+An *agent* is any callable ``(observation: str, info: dict) -> str``; it answers both the
+acting prompts and (in meta envs) the reflection prompts (``info["phase"]``).
+
+Example:
+    >>> from mage_envs.oracle.agents import RandomLegalAgent
+    >>> report = evaluate(RandomLegalAgent(seed=0), "mage/KuhnPoker-meta-v0",
+    ...                   opponents=["aggressive"], meta_episodes=20, seed=0,
+    ...                   oracle=False, progress=False)
+    >>> len(report.opponents["aggressive"].mean_return_by_episode)
+    3
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import gymnasium as gym
+import numpy as np
+from tqdm.auto import tqdm
+
+from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
+
+Agent = Callable[[str, dict[str, Any]], str]
+
+
+@dataclass
+class OpponentResult:
+    """Per-episode-index statistics against one opponent archetype."""
+
+    meta_episodes: int
+    mean_return_by_episode: list[float]
+    stderr_return_by_episode: list[float]
+    success_by_episode: list[float]
+    win_rate_by_episode: list[float]
+    draw_rate_by_episode: list[float]
+    loss_rate_by_episode: list[float]
+    invalid_action_rate: float
+    best_response_value: float | None = None
+    best_response_stderr: float | None = None
+    best_response_exact: bool | None = None
+    equilibrium_value: float | None = None
+
+
+@dataclass
+class EvaluationReport:
+    """All results of one :func:`evaluate` call; ``to_json``/``save``/``table``."""
+
+    env_id: str
+    agent: str
+    seed: int
+    num_episodes: int
+    env_kwargs: dict[str, Any]
+    opponents: dict[str, OpponentResult] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the report as JSON (parent folders are created)."""
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(self.to_dict(), indent=2, default=_json_default))
+        return path
+
+    def table(self) -> str:
+        """A plain-text table: mean return ± SE per episode index, success, oracle values."""
+        n = self.num_episodes
+        head = ["opponent"] + [f"ep{i + 1} return" for i in range(n)] + [f"ep{n} win", "invalid", "best resp.", "equilibrium"]
+        rows = [head]
+        for name, r in self.opponents.items():
+            returns = [f"{m:+.3f}±{s:.3f}" for m, s in zip(r.mean_return_by_episode, r.stderr_return_by_episode)]
+            oracle = "-" if r.best_response_value is None else (
+                f"{r.best_response_value:+.3f}" + ("" if r.best_response_exact else f"±{r.best_response_stderr:.3f}~")
+            )
+            equilibrium = "-" if r.equilibrium_value is None else f"{r.equilibrium_value:+.3f}"
+            rows.append([name, *returns, f"{r.win_rate_by_episode[-1]:.2f}", f"{r.invalid_action_rate:.3f}", oracle, equilibrium])
+        widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+        lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
+        lines.insert(1, "  ".join("-" * w for w in widths))
+        title = f"{self.agent} on {self.env_id} (seed {self.seed}; ~ marks a Monte Carlo estimate)"
+        return "\n".join([title, *lines])
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (np.integer, np.floating)):
+        return value.item()
+    return repr(value)
+
+
+def resolve_opponents(game: str, opponents: str | Sequence[str] | None) -> list[str]:
+    """Archetype ids from ``None`` (train + heldout), a split name, or a list of ids."""
+    if opponents is None:
+        return list_opponents(game)
+    if isinstance(opponents, str):
+        if opponents in RESERVED_POPULATION_NAMES:
+            return list_opponents(game, None if opponents == "all" else opponents)  # type: ignore[arg-type]
+        return [opponents]
+    return list(opponents)
+
+
+def evaluate(
+    agent: Agent,
+    env_id: str,
+    opponents: str | Sequence[str] | None = None,
+    meta_episodes: int = 100,
+    seed: int = 0,
+    env_kwargs: dict[str, Any] | None = None,
+    oracle: bool = True,
+    progress: bool = True,
+    agent_name: str | None = None,
+) -> EvaluationReport:
+    """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
+
+    Meta-episode ``j`` uses seed ``seed + j`` for every opponent, so every opponent meets
+    the same deals. A single-episode id counts as one episode per meta-episode.
+    """
+    if meta_episodes < 1:
+        raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
+    env_kwargs = dict(env_kwargs or {})
+    probe = gym.make(env_id, **env_kwargs)
+    game = getattr(probe.unwrapped, "game_string", None)
+    num_episodes = _num_episodes(probe)
+    probe.close()
+    names = resolve_opponents(game, opponents) if game else ["default"]
+    report = EvaluationReport(env_id, agent_name or _agent_name(agent), seed, num_episodes, env_kwargs)
+    bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
+    for name in names:
+        kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
+        env = gym.make(env_id, **kwargs)
+        result = _play(agent, env, num_episodes, meta_episodes, seed, bar)
+        env.close()
+        if oracle and game:
+            _attach_oracle(result, game, name, env_kwargs)
+        report.opponents[name] = result
+    bar.close()
+    return report
+
+
+def _num_episodes(env: gym.Env) -> int:
+    while True:
+        if hasattr(env, "num_episodes") and isinstance(getattr(env, "num_episodes"), int):
+            return env.num_episodes
+        if not isinstance(env, gym.Wrapper):
+            return 1
+        env = env.env
+
+
+def _agent_name(agent: Agent) -> str:
+    return getattr(agent, "name", None) or type(agent).__name__
+
+
+def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, bar: tqdm) -> OpponentResult:
+    returns = np.zeros((meta_episodes, n))
+    outcomes = np.empty((meta_episodes, n), dtype=object)
+    successes = np.zeros((meta_episodes, n))
+    act_steps = invalid_steps = 0
+    for j in range(meta_episodes):
+        obs, info = env.reset(seed=seed + j)
+        episode, episode_return = 0, 0.0
+        while True:
+            phase = info.get("phase", "act")
+            obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+            if phase == "act":
+                act_steps += 1
+                invalid_steps += info.get("invalid_action") is not None
+            finished = info.get("episode_returns")
+            if finished is None:  # a single-episode env
+                episode_return += reward
+                if terminated or truncated:
+                    returns[j, 0], outcomes[j, 0] = episode_return, info.get("outcome")
+                    successes[j, 0] = bool(info.get("success", False))
+                    break
+                continue
+            while episode < len(finished):
+                returns[j, episode] = finished[episode]
+                successes[j, episode] = info["episode_successes"][episode]
+                outcomes[j, episode] = _outcome_of(info, episode, finished)
+                episode += 1
+            if terminated or truncated:
+                break
+        bar.update(1)
+    stderr = returns.std(axis=0, ddof=1) / math.sqrt(meta_episodes) if meta_episodes > 1 else np.zeros(n)
+    rate = lambda label: [float(np.mean(outcomes[:, i] == label)) for i in range(n)]  # noqa: E731
+    return OpponentResult(
+        meta_episodes=meta_episodes,
+        mean_return_by_episode=[float(x) for x in returns.mean(axis=0)],
+        stderr_return_by_episode=[float(x) for x in stderr],
+        success_by_episode=[float(x) for x in successes.mean(axis=0)],
+        win_rate_by_episode=rate("win"),
+        draw_rate_by_episode=rate("draw"),
+        loss_rate_by_episode=rate("loss"),
+        invalid_action_rate=invalid_steps / max(act_steps, 1),
+    )
+
+
+def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> str:
+    """The outcome of finished inner episode ``episode`` (sign of its return if not reported)."""
+    reported = info.get("episode_outcomes", [None] * len(finished))[episode]
+    if reported is not None:
+        return reported
+    value = finished[episode]
+    return "win" if value > 0 else "loss" if value < 0 else "draw"
+
+
+def _attach_oracle(result: OpponentResult, game: str, opponent: str, env_kwargs: dict[str, Any]) -> None:
+    from .oracle import best_response_value, equilibrium_value
+
+    seat = env_kwargs.get("seat", "random")
+    scale = float(env_kwargs.get("reward_scale", 1.0))
+    value = best_response_value(game, opponent, seat)
+    result.best_response_value = value.value * scale
+    result.best_response_stderr = value.stderr * scale
+    result.best_response_exact = value.exact
+    seats = (0, 1) if seat == "random" else (int(seat),)
+    result.equilibrium_value = scale * sum(equilibrium_value(game, s) for s in seats) / len(seats)

@@ -1,0 +1,171 @@
+"""MetaEpisodeWrapper: phases, memory, reward-mode arithmetic, replay, any contract env."""
+
+import pickle
+import random
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+from mage_envs import MetaEpisodeWrapper, text_space
+from mage_envs.core.contract import ACTION_SPACE
+from mage_envs.games.kuhn_poker import KuhnPokerEnv
+
+
+def play_meta(env, seed, choose=lambda info, rng: rng.choice(info["legal_actions"]), reflection="<reflection>ok</reflection>"):
+    rng = random.Random(seed)
+    obs, info = env.reset(seed=seed)
+    rewards, infos = [], [info]
+    while True:
+        action = reflection if info["phase"] == "reflect" else f"<action>{choose(info, rng)}</action>"
+        obs, reward, terminated, truncated, info = env.step(action)
+        rewards.append(reward)
+        infos.append(info)
+        assert env.observation_space.contains(obs)
+        if terminated or truncated:
+            return rewards, infos
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_reward_modes_are_consistent_on_the_same_play(seed):
+    results = {}
+    for mode in ("differential", "final", "cumulative"):
+        env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=4, reward_mode=mode, opponent="random", repeat_instance=False)
+        results[mode] = play_meta(env, seed)
+    returns = results["final"][1][-1]["episode_returns"]
+    assert len(returns) == 4
+    for mode, (rewards, infos) in results.items():
+        assert infos[-1]["episode_returns"] == returns  # same seed, same play
+    diff = [r for r in results["differential"][0] if r != 0.0]
+    assert sum(results["differential"][0]) == pytest.approx(returns[-1])  # telescopes to R(tau_N)
+    assert sum(results["final"][0]) == pytest.approx(returns[-1])
+    assert results["final"][0][:-1] == [0.0] * (len(results["final"][0]) - 1)
+    assert sum(results["cumulative"][0]) == pytest.approx(sum(returns))
+    # differential rewards are exactly R(n) - R(n-1) at each episode end
+    ends = [i for i, info in enumerate(results["differential"][1][1:]) if len(info["episode_returns"]) > len(results["differential"][1][i]["episode_returns"])]
+    paid = [results["differential"][0][i] for i in ends]
+    assert paid == pytest.approx([returns[0]] + [b - a for a, b in zip(returns, returns[1:])])
+    assert len(diff) <= 4
+
+
+def test_phases_memory_and_fixed_opponent():
+    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, opponent="train", seat=0)
+    obs, info = env.reset(seed=5)
+    opponent = info["opponent"]
+    phases = [info["phase"]]
+    prompts = [obs]
+    while True:
+        action = "<reflection>NOTE-%d: the opponent bluffs</reflection>" % len(phases) if info["phase"] == "reflect" else "check"
+        obs, reward, terminated, truncated, info = env.step(action)
+        phases.append(info["phase"])
+        prompts.append(obs)
+        assert info["opponent"] == opponent
+        if terminated:
+            break
+    assert phases.count("reflect") == 2  # after episodes 1 and 2, not after the last
+    reflect_index = phases.index("reflect")
+    assert "<reflection>" in prompts[reflect_index] and "Episode 1 of 3 is over" in prompts[reflect_index]
+    assert "NOTE-%d" % (reflect_index + 1) in prompts[reflect_index + 1]  # memory reaches the next prompt
+    assert "Memory of earlier episodes" not in prompts[0]
+    assert info["episode_index"] == 2 and len(info["episode_successes"]) == 3
+
+
+def test_no_reflection_goes_straight_to_next_episode():
+    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, reflection=False, opponent="maniac", seat=0)
+    rewards, infos = play_meta(env, 0)
+    assert all(info["phase"] == "act" for info in infos)
+    assert len(infos[-1]["episode_returns"]) == 3
+
+
+def test_repeat_instance_replays_the_deal():
+    def deals(repeat):
+        env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, repeat_instance=repeat, opponent="random", reflection=False)
+        seen = []
+        obs, info = env.reset(seed=2)
+        while True:
+            if len(env.unwrapped.state.history()) <= 3:
+                seen.append((tuple(env.unwrapped.state.history()[:2]), info["seat"]))
+            obs, r, terminated, truncated, info = env.step("bet" if "bet" in info["legal_actions"] else "call")
+            if terminated:
+                return seen
+
+    assert len(set(deals(True))) == 1
+    assert any(len(set(deals(False))) > 1 for _ in range(1))
+
+
+def test_memory_clipping_keeps_observation_in_space():
+    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=6, memory_budget=300, opponent="random")
+    huge = "<reflection>" + "\u00e9\U0001F600 very long thought " * 20000 + "</reflection>"
+    rewards, infos = play_meta(env, 1, reflection=huge)
+    assert len(infos[-1]["episode_returns"]) == 6
+    memory = env.unwrapped  # the inner game env is untouched by the memory
+    assert isinstance(memory, KuhnPokerEnv)
+
+
+def test_observation_space_bound_is_tight_enough():
+    env = gym.make("mage/KuhnPoker-meta-v0", memory_budget=500)
+    assert env.observation_space.max_length <= 500 + 2 * KuhnPokerEnv.max_observation_chars
+
+
+@pytest.mark.parametrize("bad", [{"num_episodes": 0}, {"reward_mode": "sum"}, {"memory_budget": 10}])
+def test_wrapper_argument_errors(bad):
+    with pytest.raises(ValueError):
+        MetaEpisodeWrapper(KuhnPokerEnv(), **bad)
+
+
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+def test_check_env_on_meta_ids():
+    for env_id in ("mage/KuhnPoker-meta-v0",):
+        env = gym.make(env_id)
+        check_env(env, skip_render_check=True)
+
+
+def test_pickle_mid_meta_episode_continues_identically():
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent="random", num_episodes=3)
+    env.reset(seed=9)
+    env.step("check" if "check" in env.unwrapped.legal_action_names() else "call")
+    clone = pickle.loads(pickle.dumps(env))
+    for _ in range(6):
+        a = env.step("<reflection>x</reflection>" if env.unwrapped._done else "bet" if "bet" in env.unwrapped.legal_action_names() else "call")
+        b = clone.step("<reflection>x</reflection>" if clone.unwrapped._done else "bet" if "bet" in clone.unwrapped.legal_action_names() else "call")
+        assert a == b
+        if a[2]:
+            break
+
+
+class GuessEnv(gym.Env):
+    """A third-party contract env with no opponent and no instances: guess a hidden digit."""
+
+    observation_space = text_space(200)
+    action_space = ACTION_SPACE
+
+    def reset(self, *, seed=None, options=None):
+        super().reset(seed=seed)
+        self.secret = int(self.np_random.integers(0, 4))
+        self.tries = 0
+        return "Guess a digit 0-3.", {"legal_actions": ["0", "1", "2", "3"], "invalid_action": None}
+
+    def step(self, action):
+        self.tries += 1
+        hit = action.strip() == str(self.secret)
+        done = hit or self.tries >= 4
+        reward = 1.0 if hit else 0.0
+        info = {"legal_actions": ["0", "1", "2", "3"], "invalid_action": None}
+        if done:
+            info.update(outcome="win" if hit else "loss", success=hit)
+        return ("Correct!" if hit else "Wrong."), reward, done, False, info
+
+
+def test_wraps_a_third_party_env_and_replays_by_seed():
+    env = MetaEpisodeWrapper(GuessEnv(), num_episodes=3, reflection=True)
+    obs, info = env.reset(seed=4)
+    secret = env.unwrapped.secret
+    secrets = [secret]
+    while True:
+        obs, reward, terminated, truncated, info = env.step("<reflection>try another</reflection>" if info["phase"] == "reflect" else "0")
+        if info["phase"] == "act" and env.unwrapped.tries == 0:
+            secrets.append(env.unwrapped.secret)
+        if terminated:
+            break
+    assert secrets == [secret] * 3  # repeat_instance via re-seeding
+    assert info["opponent"] is None and len(info["episode_returns"]) == 3

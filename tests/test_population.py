@@ -1,0 +1,83 @@
+"""Populations and the opponent registry."""
+
+import random
+
+import pytest
+
+from mage_envs.opponents import (
+    Opponent,
+    PolicyOpponent,
+    Population,
+    as_population,
+    list_opponents,
+    make_opponent,
+    register_opponent,
+)
+from mage_envs.games.kuhn_poker import KuhnPokerEnv
+
+
+def test_weighted_sampling_matches_weights():
+    population = Population({"aggressive": 3.0, "conservative": 1.0, "nash": 0.0})
+    rng = random.Random(0)
+    draws = [population.sample(rng) for _ in range(20000)]
+    assert draws.count("nash") == 0
+    assert draws.count("aggressive") / len(draws) == pytest.approx(0.75, abs=0.015)
+
+
+def test_named_splits_are_disjoint_and_complete():
+    train = Population.named("kuhn_poker", "train").ids
+    heldout = Population.named("kuhn_poker", "heldout").ids
+    assert {"nash", "cfr-argmax", "conservative", "aggressive", "intermediate", "random"} <= set(train)
+    assert len(heldout) >= 2 and not set(train) & set(heldout)
+    assert set(Population.named("kuhn_poker", "all").ids) == set(train) | set(heldout)
+
+
+def test_env_never_meets_heldout_opponents_when_training():
+    env = KuhnPokerEnv(opponent="train")
+    env.reset(seed=0)
+    met = {env.reset()[1]["opponent"] for _ in range(300)}
+    assert met == set(Population.named("kuhn_poker", "train").ids)
+
+
+def test_user_registered_opponent_is_usable_by_name():
+    register_opponent(
+        "kuhn_poker", "test-always-check", lambda game: PolicyOpponent("test-always-check", lambda s: {0: 1.0}),
+        split="heldout", overwrite=True,
+    )
+    assert "test-always-check" in list_opponents("kuhn_poker", "heldout")
+    env = KuhnPokerEnv(opponent="test-always-check", seat=1)
+    obs, info = env.reset(seed=0)
+    assert "Opponent checks." in obs and info["opponent"] == "test-always-check"
+    with pytest.raises(ValueError, match="already registered"):
+        register_opponent("kuhn_poker", "test-always-check", lambda game: None)
+
+
+def test_opponent_instances_and_errors():
+    class Folder(Opponent):
+        name = "folder"
+
+        def act(self, state):
+            return 0
+
+    population = as_population("kuhn_poker", [Folder(), "aggressive"])
+    assert population.ids == ("folder", "aggressive")
+    with pytest.raises(KeyError, match="no opponent 'ghost'"):
+        as_population("kuhn_poker", ["ghost"])
+    with pytest.raises(ValueError):
+        Population([])
+    with pytest.raises(ValueError):
+        Population({"a": -1.0})
+    with pytest.raises(ValueError, match="duplicate"):
+        Population(["nash", "nash"])
+    with pytest.raises(ValueError, match="population split"):
+        register_opponent("kuhn_poker", "train", lambda game: None)
+    with pytest.raises(KeyError):
+        make_opponent("kuhn_poker", "nobody")
+
+
+def test_same_seed_same_opponent_draws():
+    def draws(seed):
+        env = KuhnPokerEnv(opponent="all")
+        return [env.reset(seed=seed if i == 0 else None)[1]["opponent"] for i in range(50)]
+
+    assert draws(1) == draws(1) and draws(1) != draws(2)

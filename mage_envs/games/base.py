@@ -33,24 +33,22 @@ from ..opponents.registry import load_game
 
 Seat = Literal[0, 1, "random"]
 _MASK64 = (1 << 64) - 1
-#: Observations are cached per (seat, history); caches are cleared past this size.
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
+#: Observations are cached per (seat, history); the cache is cleared past this size.
 _OBS_CACHE_LIMIT = 200_000
 
 
-def instance_uniform(instance: int, draw: int) -> float:
-    """A uniform number in [0, 1) from (instance, draw index) by SplitMix64.
-
-    Deterministic, platform independent and cheap (a few integer operations).
+def splitmix64(value: int) -> int:
+    """The SplitMix64 finaliser: a well-mixed 64-bit hash of ``value`` (platform independent).
 
     Example:
-        >>> instance_uniform(7, 0) == instance_uniform(7, 0)
+        >>> splitmix64(7) == splitmix64(7) != splitmix64(8)
         True
     """
-    z = (instance + (draw + 1) * 0x9E3779B97F4A7C15) & _MASK64
+    z = (value + 0x9E3779B97F4A7C15) & _MASK64
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
-    z ^= z >> 31
-    return (z >> 11) / float(1 << 53)
+    return z ^ (z >> 31)
 
 
 class OpenSpielTextEnv(gym.Env[str, str]):
@@ -60,8 +58,8 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         opponent: an archetype id, ``"train"``/``"heldout"``/``"all"``, a list or dict of
             ids, a :class:`~mage_envs.opponents.Population` or an
             :class:`~mage_envs.opponents.Opponent`; drawn at every ``reset``.
-        seat: the agent's seat, ``0`` (moves first), ``1`` or ``"random"`` (drawn from the
-            episode's instance, so a replayed instance keeps its seat).
+        seat: the agent's seat, ``0`` (moves first), ``1`` or ``"random"`` (the parity of
+            the episode's instance number, so a replayed instance keeps its seat).
         invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"`` or an
             :class:`~mage_envs.core.contract.InvalidActionPolicy`.
         reward_scale: multiplies every game payoff (MAGE used 5 for Kuhn chips, 10 for
@@ -114,7 +112,7 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
         self._state: pyspiel.State | None = None
-        self._obs_cache: dict[tuple, str] = {}
+        self._view_cache: dict[tuple, tuple[str, dict[str, int], dict[str, str]]] = {}
         self._header_cache: dict[int, str] = {}
 
     # ------------------------------------------------------------------ text layer
@@ -158,34 +156,38 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         self._opponent = self._opponent_for(self._opponent_id)
         self._opponent.reset(self._rng)
         if self.seat_option == "random":
-            self._seat = int(instance_uniform(self._instance, -1) < 0.5) ^ 1
+            self._seat = self._instance & 1
         else:
             self._seat = int(self.seat_option)
         self._state = self.game.new_initial_state()
-        self._chance_draws = 0
-        self._history: list[str] = []
-        self._history_key: list[int] = []
+        self._chance_state = splitmix64(self._instance)
+        self._history_key: list[int] = [self._seat]
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
+        self._forfeited = False
         self._outcome: str | None = None
         self._advance()
-        return self._observe(), self._info(None)
+        return self._observation, self._info(None)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._state is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        names = self._legal
-        parsed = parse_action(action, names, accept_bare=self.accept_bare)
-        if parsed.action is not None:
-            self._play(names[parsed.action])
-            return self._after_move(0.0, None)
-        return self._invalid(parsed, names)
+        chosen = self._accepted.get(action) if isinstance(action, str) else None
+        if chosen is None:
+            parsed = parse_action(action, list(self._legal), accept_bare=self.accept_bare)
+            if parsed.action is None:
+                return self._invalid(parsed, self._legal)
+            chosen = parsed.action
+        action_id = self._legal[chosen]
+        self._history_key.append(action_id)
+        self._state.apply_action(action_id)
+        return self._after_move(0.0, None)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return self._observe() if self._state is not None else ""
+            return self._observation if self._state is not None else ""
         return None
 
     # ------------------------------------------------------------------ internals
@@ -197,30 +199,30 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         return opponent
 
     def _play(self, action: int) -> None:
-        state = self._state
-        player = state.current_player()
-        line = self.describe_move(state, player, action, self._seat)
-        if line is not None:
-            self._history.append(line)
         self._history_key.append(action)
-        state.apply_action(action)
+        self._state.apply_action(action)
 
-    def _advance(self) -> None:
-        """Play chance and opponent moves until it is the agent's turn or the game ends."""
-        state = self._state
-        while not state.is_terminal():
+    def _advance(self) -> bool:
+        """Play chance and opponent moves until it is the agent's turn; True if the game ended."""
+        state, seat, history = self._state, self._seat, self._history_key
+        while True:
             player = state.current_player()
-            if player == self._seat:
+            if player == seat:
+                terminal = False
                 break
-            if player == pyspiel.PlayerId.CHANCE:
-                self._play(self._sample_chance(state))
-            else:
-                self._play(self._opponent.act(state))
-        self._legal = self.action_names(state) if not state.is_terminal() else {}
+            if player < 0 and state.is_terminal():
+                terminal = True
+                break
+            action = self._sample_chance(state) if player == _CHANCE else self._opponent.act(state)
+            history.append(action)
+            state.apply_action(action)
+        self._view(terminal)
+        return terminal
 
     def _sample_chance(self, state: pyspiel.State) -> int:
-        threshold = instance_uniform(self._instance, self._chance_draws)
-        self._chance_draws += 1
+        """A chance outcome from the instance's stream (a 64-bit LCG seeded by SplitMix64)."""
+        self._chance_state = (self._chance_state * 6364136223846793005 + 1442695040888963407) & _MASK64
+        threshold = (self._chance_state >> 11) / 9007199254740992.0
         cumulative = 0.0
         outcomes = state.chance_outcomes()
         for action, prob in outcomes:
@@ -230,14 +232,12 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         return outcomes[-1][0]
 
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
-        self._advance()
-        state = self._state
-        terminated = state.is_terminal()
+        terminated = self._advance()
         if terminated:
-            payoff = state.returns()[self._seat]
+            payoff = self._state.returns()[self._seat]
             reward += payoff * self.reward_scale
             self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
-        return self._observe(), reward, terminated, False, self._info(invalid)
+        return self._observation, reward, terminated, False, self._info(invalid)
 
     def _invalid(self, parsed: Any, names: dict[str, int]) -> tuple:
         policy = self.invalid_policy
@@ -253,7 +253,7 @@ class OpenSpielTextEnv(gym.Env[str, str]):
             self._retries_left -= 1
             report.update(applied="retry", retries_left=self._retries_left)
             notice = f"{report['message']} Retries left: {self._retries_left}."
-            return self._observe(notice), reward, False, False, self._info(report)
+            return self._compose(notice), reward, False, False, self._info(report)
         if policy.mode == "fallback":
             substitute = legal[0] if policy.fallback == "first" else legal[self._rng.randrange(len(legal))]
             report.update(applied="fallback", played=substitute)
@@ -261,39 +261,52 @@ class OpenSpielTextEnv(gym.Env[str, str]):
             return self._after_move(reward, report)
         report.update(applied="forfeit")
         self._finish("loss", forfeit=True)
-        return self._observe(), reward + self._forfeit_return, True, False, self._info(report)
+        return self._observation, reward + self._forfeit_return, True, False, self._info(report)
 
     def _finish(self, outcome: str, forfeit: bool = False) -> None:
         self._done = True
         self._outcome = outcome
         self._forfeited = forfeit
-        self._legal = {}
+        if forfeit:
+            self._legal, self._accepted = {}, {}
+            self._observation = self._compose(None)
 
-    def _observe(self, notice: str | None = None) -> str:
-        key = (self._seat, self._done and getattr(self, "_forfeited", False), *self._history_key)
-        if notice is None:
-            cached = self._obs_cache.get(key)
-            if cached is not None:
-                return cached
-        text = self._compose(notice)
-        if notice is None:
-            if len(self._obs_cache) >= _OBS_CACHE_LIMIT:
-                self._obs_cache.clear()
-            self._obs_cache[key] = text
-        return text
+    def _view(self, terminal: bool) -> None:
+        """Set the observation, legal names and accepted answers (cached per history)."""
+        key = tuple(self._history_key)
+        view = self._view_cache.get(key)
+        if view is None:
+            if len(self._view_cache) >= _OBS_CACHE_LIMIT:
+                self._view_cache.clear()
+            self._legal = {} if terminal else self.action_names(self._state)
+            accepted = {f"<action>{name}</action>": name for name in self._legal}
+            if self.accept_bare:
+                accepted.update({name: name for name in self._legal})
+            view = self._view_cache[key] = (self._compose(None), self._legal, accepted)
+        self._observation, self._legal, self._accepted = view
+
+    def _replayed_history(self) -> list[str]:
+        """The history lines of this episode, rebuilt by replaying its actions."""
+        replay = self.game.new_initial_state()
+        lines = []
+        for action in self._history_key[1:]:
+            line = self.describe_move(replay, replay.current_player(), action, self._seat)
+            if line is not None:
+                lines.append(line)
+            replay.apply_action(action)
+        return lines
 
     def _compose(self, notice: str | None) -> str:
         state, seat = self._state, self._seat
         header = self._header_cache.get(seat)
         if header is None:
             header = self._header_cache[seat] = self.rules(seat)
-        history = "\n".join(f"- {line}" for line in self._history) or "- (nothing yet)"
+        history = "\n".join(f"- {line}" for line in self._replayed_history()) or "- (nothing yet)"
         parts = [header, "", self.private_view(state, seat), "", "Moves so far:", history, ""]
-        if self._done:
-            if self._forfeited:
-                parts.append("You forfeited this game by not giving a legal action.")
-            else:
-                parts.append(self.describe_end(state, seat))
+        if self._forfeited:
+            parts.append("You forfeited this game by not giving a legal action.")
+        elif state.is_terminal():
+            parts.append(self.describe_end(state, seat))
         else:
             if notice:
                 parts.append(f"Note: {notice}")
@@ -342,7 +355,7 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
         for key in ("game", "_opponents", "_opponent"):
             state.pop(key, None)
-        state["_obs_cache"] = {}
+        state["_view_cache"] = {}
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from typing import Callable, Mapping
+from typing import Callable, Hashable, Mapping
 
 import pyspiel
 
@@ -103,18 +103,25 @@ class PolicyOpponent(Opponent):
     """An opponent given by a move distribution, cached per information state.
 
     ``policy(state)`` returns ``{action: probability}`` over legal actions; it must depend
-    only on what the opponent can observe (its information state string), which is what
-    the cache is keyed on.
+    only on what the opponent can observe. The cache is keyed on ``key(state)``, by default
+    the information state string; a policy that depends on less (a board, not the order of
+    the moves) can pass a coarser key to keep the cache small.
     """
 
-    def __init__(self, name: str, policy: Callable[[pyspiel.State], ActionProbs]) -> None:
+    def __init__(
+        self,
+        name: str,
+        policy: Callable[[pyspiel.State], ActionProbs],
+        key: Callable[[pyspiel.State], Hashable] | None = None,
+    ) -> None:
         self.name = name
         self._policy = policy
-        self._cache: dict[str, dict[int, float]] = {}
+        self._key = key
+        self._cache: dict[Hashable, dict[int, float]] = {}
         self._rng = random.Random(0)
 
     def action_probabilities(self, state: pyspiel.State) -> dict[int, float]:
-        key = state.information_state_string()
+        key = state.information_state_string() if self._key is None else self._key(state)
         probs = self._cache.get(key)
         if probs is None:
             probs = {a: float(p) for a, p in self._policy(state).items() if p > 0.0}

@@ -26,7 +26,8 @@ from ..core.contract import (
     clip_text,
     text_space,
 )
-from ..core.parsing import describe_invalid, parse_action
+from ..core.invalid import judge_invalid
+from ..core.parsing import ParsedAction, parse_action
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
 from ..opponents.registry import load_game
@@ -239,29 +240,17 @@ class OpenSpielTextEnv(gym.Env[str, str]):
             self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
         return self._observation, reward, terminated, False, self._info(invalid)
 
-    def _invalid(self, parsed: Any, names: dict[str, int]) -> tuple:
-        policy = self.invalid_policy
-        legal = list(names)
-        report: dict[str, Any] = {
-            "reason": parsed.reason,
-            "text": clip_text(str(parsed.text), 80),
-            "policy": policy.mode,
-            "message": describe_invalid(parsed, legal),
-        }
-        reward = policy.penalty
-        if policy.mode == "retry" and self._retries_left > 0:
-            self._retries_left -= 1
-            report.update(applied="retry", retries_left=self._retries_left)
-            notice = f"{report['message']} Retries left: {self._retries_left}."
-            return self._compose(notice), reward, False, False, self._info(report)
-        if policy.mode == "fallback":
-            substitute = legal[0] if policy.fallback == "first" else legal[self._rng.randrange(len(legal))]
-            report.update(applied="fallback", played=substitute)
-            self._play(names[substitute])
-            return self._after_move(reward, report)
-        report.update(applied="forfeit")
+    def _invalid(self, parsed: ParsedAction, names: dict[str, int]) -> tuple:
+        decision = judge_invalid(self.invalid_policy, parsed, list(names), self._retries_left, self._rng)
+        self._retries_left = decision.retries_left
+        reward = self.invalid_policy.penalty
+        if decision.applied == "retry":
+            return self._compose(decision.notice), reward, False, False, self._info(decision.report)
+        if decision.applied == "fallback":
+            self._play(names[decision.substitute])
+            return self._after_move(reward, decision.report)
         self._finish("loss", forfeit=True)
-        return self._observation, reward + self._forfeit_return, True, False, self._info(report)
+        return self._observation, reward + self._forfeit_return, True, False, self._info(decision.report)
 
     def _finish(self, outcome: str, forfeit: bool = False) -> None:
         self._done = True

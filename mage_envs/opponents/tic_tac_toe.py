@@ -32,7 +32,7 @@ from typing import Callable
 import pyspiel
 
 from .base import ActionProbs, BotOpponent, PolicyOpponent
-from .registry import OpponentFactory, Split, load_game, register_opponent
+from .registry import OpponentFactory, Split, register_opponent
 
 GAME = "tic_tac_toe"
 EMPTY = "."

@@ -6,12 +6,12 @@ at most ``budget`` characters, deterministically: every reflection is first clip
 its share, and when even that does not fit, the oldest entries are dropped (and counted).
 
 Example:
-    >>> memory = ReflectionMemory(budget=120)
-    >>> memory.add_episode("Episode 1: you lost 1 chip.")
+    >>> memory = ReflectionMemory(budget=200)
+    >>> memory.add_episode("Result: you lost 1 chip.")
     >>> memory.add_reflection("The opponent always bets; call with the Queen.")
     >>> print(memory.render())
     Memory of earlier episodes:
-    [Episode 1] Episode 1: you lost 1 chip.
+    [Episode 1] Result: you lost 1 chip.
     Reflection: The opponent always bets; call with the Queen.
 """
 

@@ -80,8 +80,8 @@ def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dic
         >>> import pyspiel
         >>> game = pyspiel.load_game("kuhn_poker")
         >>> table = tabulate_policy(game, pyspiel.UniformRandomPolicy(game))
-        >>> len(table), table["0"]
-        (12, {0: 0.5, 1: 0.5})
+        >>> len(table), sorted(table["0"].items())
+        (12, [(0, 0.5), (1, 0.5)])
     """
     table: dict[str, dict[int, float]] = {}
     stack = [game.new_initial_state()]

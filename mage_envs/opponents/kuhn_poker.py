@@ -63,7 +63,7 @@ class KuhnStrategy:
 
     def policy(self, state: pyspiel.State) -> ActionProbs:
         p_bet = self.bet_probability(state.information_state_string())
-        return {PASS: 1.0 - p_bet, BET: p_bet}
+        return {PASS: 1.0 - p_bet, BET: float(p_bet)}
 
 
 #: The equilibrium family's member with alpha = 1/6 (Kuhn 1950): the first player

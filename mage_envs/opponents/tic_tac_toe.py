@@ -214,8 +214,8 @@ def make_mcts_bot(game: pyspiel.Game, simulations: int, seed: int) -> pyspiel.Bo
     """OpenSpiel's C++ MCTS bot with one random rollout per leaf, seeded by ``seed``.
 
     Example:
-        >>> bot = make_mcts_bot(load_game(GAME), 100, seed=0)
-        >>> bot.step(load_game(GAME).new_initial_state()) in range(9)
+        >>> bot = make_mcts_bot(pyspiel.load_game(GAME), 100, seed=0)
+        >>> bot.step(pyspiel.load_game(GAME).new_initial_state()) in range(9)
         True
     """
     return pyspiel.MCTSBot(

@@ -1,0 +1,45 @@
+"""Exact oracles: what the best possible agent would score, computed with OpenSpiel.
+
+* :func:`best_response_value` — the best response to one opponent (exact, or an
+  estimate with its standard error against a search bot);
+* :func:`best_nonadaptive_value` — the best fixed policy against a population whose
+  archetype is drawn once and hidden (the ceiling of an agent that does not adapt);
+* :func:`equilibrium_value`, :func:`exploitability`, :func:`nash_conv`;
+* :func:`winnable_fraction` — the success ceiling of repeat-instance meta-episodes;
+* reference agents :class:`RandomLegalAgent` and :class:`BestResponseAgent`.
+
+All values are in game units (chips, ±1 per game) before any ``reward_scale``.
+
+Example:
+    >>> from mage_envs.oracle import best_response_value, best_nonadaptive_value
+    >>> pop = ["conservative", "aggressive", "intermediate"]
+    >>> per_archetype = sum(best_response_value("kuhn_poker", o).value for o in pop) / 3
+    >>> round(per_archetype, 4), round(best_nonadaptive_value("kuhn_poker", pop).value, 4)
+    (0.2778, 0.1111)
+"""
+
+from .agents import BestResponseAgent, RandomLegalAgent
+from .value import OracleValue, Seat
+from .values import (
+    best_nonadaptive_value,
+    best_response_policy,
+    best_response_value,
+    equilibrium_value,
+    exploitability,
+    nash_conv,
+)
+from .winnable import winnable_fraction
+
+__all__ = [
+    "BestResponseAgent",
+    "OracleValue",
+    "RandomLegalAgent",
+    "Seat",
+    "best_nonadaptive_value",
+    "best_response_policy",
+    "best_response_value",
+    "equilibrium_value",
+    "exploitability",
+    "nash_conv",
+    "winnable_fraction",
+]

@@ -27,7 +27,7 @@ def test_retry_keeps_state_then_forfeits():
         assert "'raise' is not a legal action now" in obs and f"Retries left: {left}" in obs
     obs, reward, terminated, truncated, info = env.step("???")
     assert terminated and info["invalid_action"]["applied"] == "forfeit"
-    assert reward == -0.25 + env.game.min_utility()
+    assert reward == -0.25 - 1.0  # a forfeit folds: the ante is lost
     assert info["outcome"] == "loss" and info["forfeit"] and not info["success"]
     assert env.state.history() == history  # the engine state was never corrupted
     assert "forfeited" in obs
@@ -104,3 +104,27 @@ def test_any_text_never_crashes_and_is_reported(answers, mode):
                 assert env.unwrapped.state.history() == before
         if terminated or truncated:
             break
+
+
+@pytest.mark.parametrize(
+    "env_id, moves, expected",
+    [
+        ("mage/KuhnPoker-v0", [], -1.0),  # seat 0, nothing bet yet: the ante
+        ("mage/KuhnPoker-v0", ["bet"], None),  # the maniac calls: hand over, no forfeit possible
+        ("mage/LeducPoker-v0", [], -1.0),
+        ("mage/LeducPoker-v0", ["bet"], -3.0),  # the maniac raises; forfeiting folds ante + bet
+        ("mage/TicTacToe-v0", ["5"], -1.0),
+    ],
+)
+def test_default_forfeit_payoff_is_a_fold(env_id, moves, expected):
+    env = gym.make(env_id, opponent="maniac" if "Poker" in env_id else "preferred-cell-row-major", seat=0,
+                   invalid_action="forfeit", reward_scale=2.0)
+    obs, info = env.reset(seed=0)
+    terminated = False
+    for move in moves:
+        obs, reward, terminated, truncated, info = env.step(move)
+    if expected is None:
+        assert terminated
+        return
+    obs, reward, terminated, truncated, info = env.step("not a move")
+    assert terminated and info["forfeit"] and reward == 2.0 * expected

@@ -14,6 +14,7 @@ from mage_envs.opponents import (
     register_opponent,
 )
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
+from mage_envs.opponents import registry
 
 
 def test_weighted_sampling_matches_weights():
@@ -39,7 +40,9 @@ def test_env_never_meets_heldout_opponents_when_training():
     assert met == set(Population.named("kuhn_poker", "train").ids)
 
 
-def test_user_registered_opponent_is_usable_by_name():
+def test_user_registered_opponent_is_usable_by_name(monkeypatch):
+    # a private copy of the registry, so the new archetype does not leak into other tests
+    monkeypatch.setitem(registry._REGISTRY, "kuhn_poker", dict(registry._REGISTRY["kuhn_poker"]))
     register_opponent(
         "kuhn_poker", "test-always-check", lambda game: PolicyOpponent("test-always-check", lambda s: {0: 1.0}),
         split="heldout", overwrite=True,

@@ -98,14 +98,15 @@ class InvalidActionPolicy:
         mode: ``"retry"`` — the state is unchanged, the agent is told what was wrong and
             may answer again, up to ``max_retries`` times in an episode, after which it
             forfeits; ``"forfeit"`` — the episode ends at once as a loss worth
-            ``forfeit_return`` (the game's worst outcome when ``None``) plus ``penalty``;
+            ``forfeit_return`` (the game's forfeit payoff when ``None``) plus ``penalty``;
             ``"fallback"`` — a legal action is played instead (``fallback``: ``"first"``
             legal action or a seeded ``"random"`` one).
         max_retries: retries allowed per episode in ``"retry"`` mode.
         penalty: added to the reward of every step that had an invalid answer (<= 0).
         fallback: how ``"fallback"`` mode picks the substitute action.
-        forfeit_return: the episode return of a forfeit; ``None`` means the game's
-            minimum utility (times the env's reward scale).
+        forfeit_return: the episode return of a forfeit; ``None`` means the game's own
+            forfeit payoff times the env's reward scale: the chips committed so far in
+            poker (a fold), a loss (-1) in Tic-Tac-Toe.
 
     Example:
         >>> InvalidActionPolicy.from_spec("forfeit").mode

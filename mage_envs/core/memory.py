@@ -85,7 +85,7 @@ class ReflectionMemory:
             preface = _HEADER + (f"\n({dropped} older episode(s) omitted)" if dropped else "")
             labels = [f"[Episode {start + i + 1}] " for i in range(len(kept))]
             fixed = len(preface) + sum(len(label) + 2 + len("Reflection: ") for label in labels)
-            share = (self.budget - fixed) // len(kept)
+            share = max(0, (self.budget - fixed) // len(kept))
             if share >= 40:
                 break
         lines = [preface]

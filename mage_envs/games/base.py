@@ -105,11 +105,6 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         self.render_mode = render_mode
         self.observation_space = text_space(self.max_observation_chars)
         self.action_space = ACTION_SPACE
-        self._forfeit_return = (
-            self.invalid_policy.forfeit_return
-            if self.invalid_policy.forfeit_return is not None
-            else self.game.min_utility() * self.reward_scale
-        )
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
         self._state: pyspiel.State | None = None
@@ -136,6 +131,10 @@ class OpenSpielTextEnv(gym.Env[str, str]):
     def describe_end(self, state: pyspiel.State, seat: int) -> str:
         """What is revealed at the end (showdown, final board)."""
         raise NotImplementedError
+
+    def forfeit_payoff(self, state: pyspiel.State, seat: int) -> float:
+        """The agent's payoff when it forfeits in ``state``: by default the game's worst."""
+        return self.game.min_utility()
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -249,8 +248,11 @@ class OpenSpielTextEnv(gym.Env[str, str]):
         if decision.applied == "fallback":
             self._play(names[decision.substitute])
             return self._after_move(reward, decision.report)
+        forfeit_return = self.invalid_policy.forfeit_return
+        if forfeit_return is None:
+            forfeit_return = self.forfeit_payoff(self._state, self._seat) * self.reward_scale
         self._finish("loss", forfeit=True)
-        return self._observation, reward + self._forfeit_return, True, False, self._info(decision.report)
+        return self._observation, reward + forfeit_return, True, False, self._info(decision.report)
 
     def _finish(self, outcome: str, forfeit: bool = False) -> None:
         self._done = True

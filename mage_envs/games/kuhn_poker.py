@@ -61,6 +61,11 @@ class KuhnPokerEnv(OpenSpielTextEnv):
             verb += "s"
         return f"{who} {verb}."
 
+    def forfeit_payoff(self, state: pyspiel.State, seat: int) -> float:
+        """Forfeiting folds: the agent loses its ante and any bet it made."""
+        bets = state.history()[2 + seat :: 2]
+        return -(1.0 + bets.count(BET))
+
     def describe_end(self, state: pyspiel.State, seat: int) -> str:
         history = state.history()
         payoff = state.returns()[seat]

@@ -1,0 +1,21 @@
+"""Every ```python block in README.md and docs/ runs as written."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
+SNIPPETS = [(path, i, code) for path in DOCS if path.exists() for i, code in enumerate(BLOCK.findall(path.read_text()))]
+
+
+def test_docs_have_snippets():
+    assert len(SNIPPETS) >= 3
+
+
+@pytest.mark.parametrize("path, index, code", SNIPPETS, ids=[f"{p.name}#{i}" for p, i, _ in SNIPPETS])
+def test_snippet_runs(path, index, code, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, f"{path.name}#{index}", "exec"), {"__name__": "__docs__"})

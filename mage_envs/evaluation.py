@@ -1,7 +1,9 @@
 """The evaluation harness: any agent, per opponent and per episode index, beside the oracles.
 
 An *agent* is any callable ``(observation: str, info: dict) -> str``; it answers both the
-acting prompts and (in meta envs) the reflection prompts (``info["phase"]``).
+acting prompts and (in meta envs) the reflection prompts (``info["phase"]``). An agent that
+needs the env itself (an oracle reading the engine state) is given as a factory
+``make_agent(env) -> agent`` instead, e.g. ``make_agent=BestResponseAgent``.
 
 Example:
     >>> from mage_envs.oracle.agents import RandomLegalAgent
@@ -27,6 +29,7 @@ from tqdm.auto import tqdm
 from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
 
 Agent = Callable[[str, dict[str, Any]], str]
+AgentFactory = Callable[[gym.Env], Agent]
 
 
 @dataclass
@@ -105,7 +108,7 @@ def resolve_opponents(game: str, opponents: str | Sequence[str] | None) -> list[
 
 
 def evaluate(
-    agent: Agent,
+    agent: Agent | None,
     env_id: str,
     opponents: str | Sequence[str] | None = None,
     meta_episodes: int = 100,
@@ -114,26 +117,31 @@ def evaluate(
     oracle: bool = True,
     progress: bool = True,
     agent_name: str | None = None,
+    make_agent: AgentFactory | None = None,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
     Meta-episode ``j`` uses seed ``seed + j`` for every opponent, so every opponent meets
-    the same deals. A single-episode id counts as one episode per meta-episode.
+    the same deals. A single-episode id counts as one episode per meta-episode. Give
+    either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
+    if (agent is None) == (make_agent is None):
+        raise ValueError("give exactly one of agent and make_agent")
     env_kwargs = dict(env_kwargs or {})
     probe = gym.make(env_id, **env_kwargs)
     game = getattr(probe.unwrapped, "game_string", None)
     num_episodes = _num_episodes(probe)
     probe.close()
     names = resolve_opponents(game, opponents) if game else ["default"]
-    report = EvaluationReport(env_id, agent_name or _agent_name(agent), seed, num_episodes, env_kwargs)
+    report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs)
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
         env = gym.make(env_id, **kwargs)
-        result = _play(agent, env, num_episodes, meta_episodes, seed, bar)
+        player = agent if make_agent is None else make_agent(env)
+        result = _play(player, env, num_episodes, meta_episodes, seed, bar)
         env.close()
         if oracle and game:
             _attach_oracle(result, game, name, env_kwargs)
@@ -151,7 +159,9 @@ def _num_episodes(env: gym.Env) -> int:
         env = env.env
 
 
-def _agent_name(agent: Agent) -> str:
+def _agent_name(agent: Agent | AgentFactory) -> str:
+    if isinstance(agent, type):
+        return agent.__name__
     return getattr(agent, "name", None) or type(agent).__name__
 
 

@@ -5,6 +5,8 @@ from pathlib import Path
 
 import pytest
 
+from mage_envs.opponents import registry
+
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
 BLOCK = re.compile(r"```python\n(.*?)```", re.DOTALL)
@@ -18,4 +20,7 @@ def test_docs_have_snippets():
 @pytest.mark.parametrize("path, index, code", SNIPPETS, ids=[f"{p.name}#{i}" for p, i, _ in SNIPPETS])
 def test_snippet_runs(path, index, code, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    # snippets may register opponents: give them a private copy of the (loaded) registry
+    registry.list_opponents("kuhn_poker")
+    monkeypatch.setattr(registry, "_REGISTRY", {game: dict(specs) for game, specs in registry._REGISTRY.items()})
     exec(compile(code, f"{path.name}#{index}", "exec"), {"__name__": "__docs__"})

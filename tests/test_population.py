@@ -41,7 +41,8 @@ def test_env_never_meets_heldout_opponents_when_training():
 
 
 def test_user_registered_opponent_is_usable_by_name(monkeypatch):
-    # a private copy of the registry, so the new archetype does not leak into other tests
+    # a private copy of the (loaded) registry, so the new archetype does not leak into other tests
+    registry.list_opponents("kuhn_poker")
     monkeypatch.setitem(registry._REGISTRY, "kuhn_poker", dict(registry._REGISTRY["kuhn_poker"]))
     register_opponent(
         "kuhn_poker", "test-always-check", lambda game: PolicyOpponent("test-always-check", lambda s: {0: 1.0}),

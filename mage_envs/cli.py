@@ -1,0 +1,123 @@
+"""The ``mage`` command line: list environments and opponents, evaluate built-in agents.
+
+Examples::
+
+    mage envs
+    mage opponents kuhn_poker
+    mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Sequence
+
+import gymnasium as gym
+
+from .evaluation import evaluate
+from .oracle.agents import BestResponseAgent, RandomLegalAgent
+from .opponents.registry import archetype, list_opponents
+
+GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
+
+
+def _parse_kwargs(pairs: Sequence[str]) -> dict[str, object]:
+    """``["seat=0", "reward_scale=5"]`` -> ``{"seat": 0, "reward_scale": 5}`` (JSON values)."""
+    kwargs: dict[str, object] = {}
+    for pair in pairs:
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"error: --env-kwarg expects KEY=VALUE, got {pair!r}")
+        try:
+            kwargs[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            kwargs[key] = raw
+    return kwargs
+
+
+def _cmd_envs(args: argparse.Namespace) -> int:
+    for env_id in sorted(i for i in gym.registry if i.startswith("mage/")):
+        print(env_id)
+    return 0
+
+
+def _cmd_opponents(args: argparse.Namespace) -> int:
+    for name in list_opponents(args.game):
+        spec = archetype(args.game, name)
+        print(f"{name:<28} {spec.split:<8} {spec.description}")
+    return 0
+
+
+def _agent_arguments(name: str, seed: int) -> dict[str, object]:
+    """``evaluate`` keyword arguments for a built-in agent name."""
+    if name == "random":
+        return {"agent": RandomLegalAgent(seed=seed)}
+    return {"agent": None, "make_agent": BestResponseAgent}
+
+
+def _cmd_eval(args: argparse.Namespace) -> int:
+    env_kwargs = _parse_kwargs(args.env_kwarg)
+    opponents = args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(",")
+    output = Path(args.output_dir)
+    for agent_name in args.agent:
+        report = evaluate(
+            env_id=args.env,
+            opponents=opponents,
+            meta_episodes=args.meta_episodes,
+            seed=args.seed,
+            env_kwargs=env_kwargs,
+            oracle=not args.no_oracle,
+            progress=not args.quiet,
+            agent_name=agent_name,
+            **_agent_arguments(agent_name, args.seed),
+        )
+        path = report.save(output / f"eval_{agent_name}.json")
+        print(report.table())
+        print(f"saved {path}\n")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="mage", description="MAGE: meta-RL environments for language agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    envs = sub.add_parser("envs", help="list the registered environment ids")
+    envs.set_defaults(func=_cmd_envs)
+
+    opponents = sub.add_parser("opponents", help="list a game's opponent archetypes")
+    opponents.add_argument("game", choices=GAMES)
+    opponents.set_defaults(func=_cmd_opponents)
+
+    ev = sub.add_parser("eval", help="evaluate built-in agents per opponent and episode index")
+    ev.add_argument("--env", default="mage/KuhnPoker-meta-v0", help="environment id (default: %(default)s)")
+    ev.add_argument("--agent", action="append", choices=["random", "best-response"],
+                    help="agent(s) to evaluate; repeat the flag for several (default: random and best-response)")
+    ev.add_argument("--opponents", default="all", help="train, heldout, all, or comma-separated archetype ids")
+    ev.add_argument("--meta-episodes", type=int, default=200, help="meta-episodes per opponent (default: %(default)s)")
+    ev.add_argument("--seed", type=int, default=0)
+    ev.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
+                    help="extra gym.make argument, value parsed as JSON (e.g. seat=0, num_episodes=5)")
+    ev.add_argument("--output-dir", default="runs/eval", help="where eval_<agent>.json goes (default: %(default)s)")
+    ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns")
+    ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    ev.set_defaults(func=_cmd_eval)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if getattr(args, "agent", "unset") is None:
+        args.agent = ["random", "best-response"]
+    try:
+        return args.func(args)
+    except (KeyError, ValueError, TypeError) as error:
+        message = error.args[0] if error.args else str(error)
+        print(f"error: {message}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

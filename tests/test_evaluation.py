@@ -1,0 +1,113 @@
+"""The evaluation harness and the `mage` command line."""
+
+import json
+
+import gymnasium as gym
+import pytest
+
+from mage_envs.cli import main
+from mage_envs.evaluation import evaluate
+from mage_envs.oracle import best_response_value
+from mage_envs.oracle.agents import REFLECTION, BestResponseAgent, RandomLegalAgent
+
+
+def aggressive_agent(obs, info):
+    """Bets, or calls when facing a bet; never invalid."""
+    if info.get("phase") == "reflect":
+        return REFLECTION
+    return "<action>bet</action>" if "bet" in info["legal_actions"] else "<action>call</action>"
+
+
+def direct_returns(env_id, opponent, agent, meta_episodes, seed, **kwargs):
+    """The same games played by hand: per meta-episode, the list of inner returns."""
+    env = gym.make(env_id, opponent=opponent, **kwargs)
+    out = []
+    for j in range(meta_episodes):
+        obs, info = env.reset(seed=seed + j)
+        while True:
+            obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+            if terminated or truncated:
+                out.append(info["episode_returns"])
+                break
+    return out
+
+
+def test_harness_matches_a_hand_written_loop():
+    agent = aggressive_agent
+    report = evaluate(agent, "mage/KuhnPoker-meta-v0", opponents=["maniac", "conservative"], meta_episodes=40,
+                      seed=3, env_kwargs={"repeat_instance": False}, oracle=False, progress=False)
+    for opponent in ("maniac", "conservative"):
+        rows = direct_returns("mage/KuhnPoker-meta-v0", opponent, agent, 40, 3, repeat_instance=False)
+        result = report.opponents[opponent]
+        for i in range(3):
+            column = [row[i] for row in rows]
+            assert result.mean_return_by_episode[i] == pytest.approx(sum(column) / 40)
+            assert result.win_rate_by_episode[i] == pytest.approx(sum(r > 0 for r in column) / 40)
+            assert result.win_rate_by_episode[i] + result.draw_rate_by_episode[i] + result.loss_rate_by_episode[i] == pytest.approx(1)
+        assert result.invalid_action_rate == 0.0
+
+
+def test_invalid_action_rate_counts_acting_steps():
+    answers = iter(["garbage", "<action>bet</action>"] * 1000)
+    agent = lambda obs, info: REFLECTION if info.get("phase") == "reflect" else next(answers)  # noqa: E731
+    report = evaluate(agent, "mage/KuhnPoker-v0", opponents=["maniac"], meta_episodes=20, env_kwargs={"seat": 0},
+                      oracle=False, progress=False)
+    assert report.opponents["maniac"].invalid_action_rate == pytest.approx(0.5)
+
+
+def test_best_response_agent_reaches_the_oracle_through_the_harness():
+    report = evaluate(None, "mage/KuhnPoker-v0", opponents=["aggressive"], meta_episodes=3000, seed=0,
+                      env_kwargs={"seat": 1}, make_agent=BestResponseAgent, progress=False)
+    result = report.opponents["aggressive"]
+    exact = best_response_value("kuhn_poker", "aggressive", 1).value
+    assert result.best_response_value == pytest.approx(exact) and result.best_response_exact
+    assert abs(result.mean_return_by_episode[0] - exact) < 3 * result.stderr_return_by_episode[0]
+    assert result.equilibrium_value == pytest.approx(1 / 18)
+
+
+def test_reward_scale_reaches_the_oracle_columns():
+    report = evaluate(RandomLegalAgent(0), "mage/KuhnPoker-v0", opponents=["nash"], meta_episodes=5,
+                      env_kwargs={"seat": 0, "reward_scale": 5.0}, progress=False)
+    assert report.opponents["nash"].equilibrium_value == pytest.approx(-5 / 18)
+
+
+def test_report_json_round_trip(tmp_path):
+    report = evaluate(RandomLegalAgent(0), "mage/TicTacToe-meta-v0", opponents="heldout", meta_episodes=3,
+                      oracle=False, progress=False)
+    path = report.save(tmp_path / "sub" / "eval.json")
+    data = json.loads(path.read_text())
+    assert set(data["opponents"]) == {"preferred-cell-anti-diagonal", "preferred-cell-spiral", "mcts-1000"}
+    entry = data["opponents"]["mcts-1000"]
+    for key in ("mean_return_by_episode", "success_by_episode", "best_response_value", "equilibrium_value"):
+        assert key in entry
+    assert len(entry["mean_return_by_episode"]) == data["num_episodes"] == 3
+    assert "mcts-1000" in report.table()
+
+
+def test_harness_argument_errors():
+    with pytest.raises(ValueError, match="exactly one"):
+        evaluate(None, "mage/KuhnPoker-v0", meta_episodes=1)
+    with pytest.raises(ValueError, match="meta_episodes"):
+        evaluate(RandomLegalAgent(0), "mage/KuhnPoker-v0", meta_episodes=0)
+
+
+def test_cli_eval_writes_reports(tmp_path, capsys):
+    code = main(["eval", "--opponents", "aggressive,nash", "--meta-episodes", "10", "--quiet",
+                 "--output-dir", str(tmp_path), "--env-kwarg", "seat=0", "--env-kwarg", "num_episodes=2"])
+    assert code == 0
+    out = capsys.readouterr().out
+    assert "best-response on mage/KuhnPoker-meta-v0" in out and "random on" in out
+    data = json.loads((tmp_path / "eval_best-response.json").read_text())
+    assert data["env_kwargs"] == {"seat": 0, "num_episodes": 2}
+    assert data["opponents"]["aggressive"]["best_response_value"] == pytest.approx(1 / 3)
+
+
+def test_cli_lists_and_reports_errors(capsys):
+    assert main(["envs"]) == 0
+    assert "mage/TicTacToe-meta-v0" in capsys.readouterr().out
+    assert main(["opponents", "kuhn_poker"]) == 0
+    assert "cfr-argmax" in capsys.readouterr().out
+    assert main(["eval", "--opponents", "ghost", "--meta-episodes", "1", "--quiet", "--no-oracle"]) == 2
+    assert "no opponent 'ghost'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(["eval", "--env-kwarg", "novalue"])

@@ -1,0 +1,77 @@
+"""Every registered mage/* id: the Gymnasium checker, determinism, spaces, pickling."""
+
+import pickle
+import random
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import mage_envs  # noqa: F401
+
+ENV_IDS = sorted(i for i in gym.registry if i.startswith("mage/"))
+#: Opponents without search bots, so that rollouts are cheap and pickling is exact.
+FAST = {"KuhnPoker": "train", "LeducPoker": "train", "TicTacToe": ["random", "greedy", "minimax"]}
+
+
+def fast_kwargs(env_id):
+    for stem, opponent in FAST.items():
+        if f"/{stem}-" in env_id:
+            return {"opponent": opponent}
+    return {}
+
+
+def test_all_games_are_registered():
+    for stem in FAST:
+        assert f"mage/{stem}-v0" in ENV_IDS and f"mage/{stem}-meta-v0" in ENV_IDS
+
+
+@pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_gymnasium_env_checker(env_id):
+    env = gym.make(env_id, **fast_kwargs(env_id))
+    check_env(env if "-meta-" in env_id else env.unwrapped, skip_render_check=True)
+
+
+def rollout(env_id, seed, steps=60):
+    env = gym.make(env_id, **fast_kwargs(env_id))
+    rng = random.Random(seed)
+    obs, info = env.reset(seed=seed)
+    trace = [(obs, info)]
+    for _ in range(steps):
+        legal = info.get("legal_actions") or ["x"]
+        answer = rng.choice([f"<action>{rng.choice(legal)}</action>", rng.choice(legal), "junk", ""])
+        if info.get("phase") == "reflect":
+            answer = f"<reflection>note {rng.random()}</reflection>"
+        obs, reward, terminated, truncated, info = env.step(answer)
+        assert env.observation_space.contains(obs), env_id
+        trace.append((obs, reward, terminated, truncated, info))
+        if terminated or truncated:
+            obs, info = env.reset()
+            trace.append((obs, info))
+    return trace
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_same_seed_same_rollout(env_id):
+    assert rollout(env_id, 5) == rollout(env_id, 5)
+    assert rollout(env_id, 5) != rollout(env_id, 6)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_pickled_env_continues_identically(env_id):
+    env = gym.make(env_id, **fast_kwargs(env_id))
+    obs, info = env.reset(seed=2)
+    clone = pickle.loads(pickle.dumps(env))
+    for step in range(20):
+        if info.get("phase") == "reflect":
+            answer = "<reflection>ok</reflection>"
+        else:
+            legal = info.get("legal_actions") or ["x"]
+            answer = legal[step % len(legal)]
+        a = env.step(answer)
+        b = clone.step(answer)
+        assert a == b
+        obs, reward, terminated, truncated, info = a
+        if terminated or truncated:
+            break

@@ -5,6 +5,8 @@ Examples::
     mage envs
     mage opponents kuhn_poker
     mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+    mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
+    mage eval --checkpoint runs/kuhn/checkpoints/iter-000300
 """
 
 from __future__ import annotations
@@ -83,6 +85,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mage", description="MAGE: meta-RL environments for language agents.")
     sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("train", help="train a policy (see `mage train --help`; needs the [agent] extra)")
 
     envs = sub.add_parser("envs", help="list the registered environment ids")
     envs.set_defaults(func=_cmd_envs)
@@ -107,7 +110,21 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _agent_command(command: str, argv: Sequence[str]) -> int:
+    """``mage train`` / ``mage eval --checkpoint``: handled by ``mage_agent`` (needs torch)."""
+    try:
+        from mage_agent import cli as agent_cli
+    except ImportError as error:
+        print(f"error: `mage {command}` needs the trainer's dependencies ({error.name} is missing): "
+              'pip install torch==2.13.0 && pip install -e ".[agent]"', file=sys.stderr)
+        return 2
+    return agent_cli.train_main(argv) if command == "train" else agent_cli.eval_main(argv)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["train"] or (argv[:1] == ["eval"] and any(a.startswith("--checkpoint") for a in argv)):
+        return _agent_command(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if getattr(args, "agent", "unset") is None:
         args.agent = ["random", "best-response"]

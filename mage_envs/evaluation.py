@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Protocol, Sequence
 
 import gymnasium as gym
 import numpy as np
@@ -30,6 +30,12 @@ from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
 
 Agent = Callable[[str, dict[str, Any]], str]
 AgentFactory = Callable[[gym.Env], Agent]
+
+
+class BatchAgent(Protocol):
+    """An agent that answers many prompts in one call (e.g. one batched ``generate``)."""
+
+    def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
 
 
 @dataclass
@@ -118,12 +124,15 @@ def evaluate(
     progress: bool = True,
     agent_name: str | None = None,
     make_agent: AgentFactory | None = None,
+    batch_size: int = 256,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
     Meta-episode ``j`` uses seed ``seed + j`` for every opponent, so every opponent meets
     the same deals. A single-episode id counts as one episode per meta-episode. Give
     either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
+    An agent with an ``act_batch`` method plays ``batch_size`` meta-episodes in lockstep
+    and answers all their pending prompts in one call per turn.
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
@@ -139,10 +148,15 @@ def evaluate(
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
-        env = gym.make(env_id, **kwargs)
-        player = agent if make_agent is None else make_agent(env)
-        result = _play(player, env, num_episodes, meta_episodes, seed, bar)
-        env.close()
+        if hasattr(agent, "act_batch"):
+            envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, meta_episodes))]
+            result = _play_batched(agent, envs, num_episodes, meta_episodes, seed, bar)
+        else:
+            envs = [gym.make(env_id, **kwargs)]
+            player = agent if make_agent is None else make_agent(envs[0])
+            result = _play(player, envs[0], num_episodes, meta_episodes, seed, bar)
+        for env in envs:
+            env.close()
         if oracle and game:
             _attach_oracle(result, game, name, env_kwargs)
         report.opponents[name] = result
@@ -165,48 +179,89 @@ def _agent_name(agent: Agent | AgentFactory) -> str:
     return getattr(agent, "name", None) or type(agent).__name__
 
 
+class _Recorder:
+    """Per-episode-index results of ``meta_episodes`` meta-episodes, filled as they finish."""
+
+    def __init__(self, meta_episodes: int, n: int) -> None:
+        self.returns = np.zeros((meta_episodes, n))
+        self.outcomes = np.empty((meta_episodes, n), dtype=object)
+        self.successes = np.zeros((meta_episodes, n))
+        self.act_steps = self.invalid_steps = 0
+        self._recorded = np.zeros(meta_episodes, dtype=int)
+        self._single_return = np.zeros(meta_episodes)
+
+    def step(self, j: int, phase: str, reward: float, done: bool, info: dict[str, Any]) -> None:
+        """Record meta-episode ``j``'s step (taken in ``phase``) and what it returned."""
+        if phase == "act":
+            self.act_steps += 1
+            self.invalid_steps += info.get("invalid_action") is not None
+        finished = info.get("episode_returns")
+        if finished is None:  # a single-episode env
+            self._single_return[j] += reward
+            if done:
+                self.returns[j, 0], self.outcomes[j, 0] = self._single_return[j], info.get("outcome")
+                self.successes[j, 0] = bool(info.get("success", False))
+            return
+        while self._recorded[j] < len(finished):
+            episode = self._recorded[j]
+            self.returns[j, episode] = finished[episode]
+            self.successes[j, episode] = info["episode_successes"][episode]
+            self.outcomes[j, episode] = _outcome_of(info, episode, finished)
+            self._recorded[j] += 1
+
+    def result(self) -> OpponentResult:
+        meta_episodes, n = self.returns.shape
+        stderr = self.returns.std(axis=0, ddof=1) / math.sqrt(meta_episodes) if meta_episodes > 1 else np.zeros(n)
+        rate = lambda label: [float(np.mean(self.outcomes[:, i] == label)) for i in range(n)]  # noqa: E731
+        return OpponentResult(
+            meta_episodes=meta_episodes,
+            mean_return_by_episode=[float(x) for x in self.returns.mean(axis=0)],
+            stderr_return_by_episode=[float(x) for x in stderr],
+            success_by_episode=[float(x) for x in self.successes.mean(axis=0)],
+            win_rate_by_episode=rate("win"),
+            draw_rate_by_episode=rate("draw"),
+            loss_rate_by_episode=rate("loss"),
+            invalid_action_rate=self.invalid_steps / max(self.act_steps, 1),
+        )
+
+
 def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, bar: tqdm) -> OpponentResult:
-    returns = np.zeros((meta_episodes, n))
-    outcomes = np.empty((meta_episodes, n), dtype=object)
-    successes = np.zeros((meta_episodes, n))
-    act_steps = invalid_steps = 0
+    recorder = _Recorder(meta_episodes, n)
     for j in range(meta_episodes):
         obs, info = env.reset(seed=seed + j)
-        episode, episode_return = 0, 0.0
-        while True:
+        done = False
+        while not done:
             phase = info.get("phase", "act")
             obs, reward, terminated, truncated, info = env.step(agent(obs, info))
-            if phase == "act":
-                act_steps += 1
-                invalid_steps += info.get("invalid_action") is not None
-            finished = info.get("episode_returns")
-            if finished is None:  # a single-episode env
-                episode_return += reward
-                if terminated or truncated:
-                    returns[j, 0], outcomes[j, 0] = episode_return, info.get("outcome")
-                    successes[j, 0] = bool(info.get("success", False))
-                    break
-                continue
-            while episode < len(finished):
-                returns[j, episode] = finished[episode]
-                successes[j, episode] = info["episode_successes"][episode]
-                outcomes[j, episode] = _outcome_of(info, episode, finished)
-                episode += 1
-            if terminated or truncated:
-                break
+            done = terminated or truncated
+            recorder.step(j, phase, reward, done, info)
         bar.update(1)
-    stderr = returns.std(axis=0, ddof=1) / math.sqrt(meta_episodes) if meta_episodes > 1 else np.zeros(n)
-    rate = lambda label: [float(np.mean(outcomes[:, i] == label)) for i in range(n)]  # noqa: E731
-    return OpponentResult(
-        meta_episodes=meta_episodes,
-        mean_return_by_episode=[float(x) for x in returns.mean(axis=0)],
-        stderr_return_by_episode=[float(x) for x in stderr],
-        success_by_episode=[float(x) for x in successes.mean(axis=0)],
-        win_rate_by_episode=rate("win"),
-        draw_rate_by_episode=rate("draw"),
-        loss_rate_by_episode=rate("loss"),
-        invalid_action_rate=invalid_steps / max(act_steps, 1),
-    )
+    return recorder.result()
+
+
+def _play_batched(
+    agent: BatchAgent, envs: list[gym.Env], n: int, meta_episodes: int, seed: int, bar: tqdm
+) -> OpponentResult:
+    """Like :func:`_play`, but ``len(envs)`` meta-episodes at a time, one agent call per turn."""
+    recorder = _Recorder(meta_episodes, n)
+    for start in range(0, meta_episodes, len(envs)):
+        chunk = list(range(start, min(start + len(envs), meta_episodes)))
+        state = {j: envs[k].reset(seed=seed + j) for k, j in enumerate(chunk)}
+        env_of = {j: envs[k] for k, j in enumerate(chunk)}
+        while state:
+            pending = list(state)
+            answers = agent.act_batch([state[j][0] for j in pending], [state[j][1] for j in pending])
+            for j, answer in zip(pending, answers):
+                phase = state[j][1].get("phase", "act")
+                obs, reward, terminated, truncated, info = env_of[j].step(answer)
+                done = terminated or truncated
+                recorder.step(j, phase, reward, done, info)
+                if done:
+                    del state[j]
+                    bar.update(1)
+                else:
+                    state[j] = (obs, info)
+    return recorder.result()
 
 
 def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> str:

@@ -30,6 +30,12 @@ GAMES: dict[str, tuple[str, dict[str, Any]]] = {
     "LeducPoker": ("mage_envs.games.leduc_poker:LeducPokerEnv", {"repeat_instance": True}),
 }
 
+#: id stem -> (entry point, default meta options) of the single-agent tasks (no opponent);
+#: their meta ids replay the same level in every episode, as MAGE and LaMer do.
+TASKS: dict[str, tuple[str, dict[str, Any]]] = {
+    "Sokoban": ("mage_envs.tasks.sokoban:SokobanEnv", {"repeat_instance": True}),
+}
+
 
 def load_entry_point(entry_point: str) -> Any:
     """Import ``"package.module:attr"``."""
@@ -45,8 +51,8 @@ def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:
 
 
 def register_envs() -> None:
-    """Register ``mage/<Game>-v0`` and ``mage/<Game>-meta-v0`` for every game (idempotent)."""
-    for stem, (entry_point, meta_defaults) in GAMES.items():
+    """Register ``mage/<Name>-v0`` and ``mage/<Name>-meta-v0`` for every game and task (idempotent)."""
+    for stem, (entry_point, meta_defaults) in {**GAMES, **TASKS}.items():
         single, meta = f"mage/{stem}-v0", f"mage/{stem}-meta-v0"
         if single not in gym.registry:
             gym.register(id=single, entry_point=entry_point, disable_env_checker=False)
@@ -54,5 +60,28 @@ def register_envs() -> None:
             gym.register(
                 id=meta,
                 entry_point="mage_envs.registration:make_meta_env",
+                kwargs={"base": entry_point, **meta_defaults},
+            )
+    register_tensor_envs()
+
+
+#: id stem -> (entry point of the numeric view, default meta options); see mage_envs.numeric.
+TENSOR_GAMES: dict[str, tuple[str, dict[str, Any]]] = {
+    "KuhnPoker": ("mage_envs.numeric.games:KuhnPokerTensorEnv", {"repeat_instance": True}),
+    "LeducPoker": ("mage_envs.numeric.games:LeducPokerTensorEnv", {"repeat_instance": True}),
+    "TicTacToe": ("mage_envs.numeric.games:TicTacToeTensorEnv", {"repeat_instance": True}),
+}
+
+
+def register_tensor_envs() -> None:
+    """Register ``mage/<Game>-tensor-v0`` and ``mage/<Game>-tensor-meta-v0`` (idempotent)."""
+    for stem, (entry_point, meta_defaults) in TENSOR_GAMES.items():
+        single, meta = f"mage/{stem}-tensor-v0", f"mage/{stem}-tensor-meta-v0"
+        if single not in gym.registry:
+            gym.register(id=single, entry_point=entry_point, disable_env_checker=False)
+        if meta not in gym.registry:
+            gym.register(
+                id=meta,
+                entry_point="mage_envs.numeric.meta:make_tensor_meta_env",
                 kwargs={"base": entry_point, **meta_defaults},
             )

@@ -111,3 +111,23 @@ def test_cli_lists_and_reports_errors(capsys):
     assert "no opponent 'ghost'" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--env-kwarg", "novalue"])
+
+
+class BatchedAggressive:
+    """The same policy as ``aggressive_agent``, answering a whole batch per call."""
+
+    def __init__(self):
+        self.calls = 0
+
+    def act_batch(self, observations, infos):
+        self.calls += 1
+        return [aggressive_agent(o, i) for o, i in zip(observations, infos)]
+
+
+def test_batched_agents_get_the_same_results_in_fewer_calls():
+    kwargs = dict(opponents=["random", "conservative"], meta_episodes=30, seed=4, oracle=False, progress=False)
+    sequential = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", **kwargs)
+    batched_agent = BatchedAggressive()
+    batched = evaluate(batched_agent, "mage/KuhnPoker-meta-v0", batch_size=8, **kwargs)
+    assert batched.to_dict()["opponents"] == sequential.to_dict()["opponents"]
+    assert batched_agent.calls < 2 * 30 * 3  # lockstep: a call per turn, not per prompt

@@ -1,0 +1,179 @@
+"""``TensorMetaWrapper``: N episodes against one opponent, with a fixed-size memory tensor.
+
+The numeric counterpart of :class:`~mage_envs.MetaEpisodeWrapper` (no reflection): the
+opponent is drawn once per meta-episode, and each observation is
+
+``[slot 1, ..., slot N-1 | episode index one-hot (N) | current tensor]``
+
+where slot k (zeros until episode k has been played) encodes what episode k revealed:
+the agent's tensor at its end (in poker: its card and every action of both players), the
+opponent's card one-hot if it was shown down, and the episode's return divided by
+``max |payoff| x reward_scale`` (clipped to [-1, 1]). A recurrent or feed-forward policy
+can therefore learn across the meta-episode (an RL^2 baseline). Rewards are paid at the
+end of each inner episode, as in ``MetaEpisodeWrapper`` (:func:`meta_reward`).
+
+Example:
+    >>> import gymnasium as gym, mage_envs
+    >>> env = gym.make("mage/KuhnPoker-tensor-meta-v0", num_episodes=2, opponent="aggressive", seat=0)
+    >>> obs, info = env.reset(seed=0)
+    >>> obs.shape, info["episode_index"]    # one slot of 11 + 3 + 1, index one-hot 2, tensor 11
+    ((28,), 0)
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Literal, Sequence
+
+import gymnasium as gym
+import numpy as np
+from gymnasium import spaces
+
+from ..registration import load_entry_point
+from .env import OpenSpielTensorEnv
+
+RewardMode = Literal["differential", "final", "cumulative"]
+
+
+def meta_reward(returns: Sequence[float], num_episodes: int, mode: RewardMode) -> float:
+    """The reward paid when inner episode ``len(returns)`` ends, given the returns so far
+    (the arithmetic of :class:`~mage_envs.MetaEpisodeWrapper`).
+
+    Example:
+        >>> [meta_reward([1.0, -2.0][:n], 2, "differential") for n in (1, 2)]
+        [1.0, -3.0]
+        >>> meta_reward([1.0], 2, "final"), meta_reward([1.0, -2.0], 2, "cumulative")
+        (0.0, -2.0)
+    """
+    current = returns[-1]
+    if mode == "cumulative":
+        return current
+    if mode == "final":
+        return current if len(returns) == num_episodes else 0.0
+    previous = returns[-2] if len(returns) > 1 else 0.0
+    return current - previous
+
+
+class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils.RecordConstructorArgs):
+    """Turn an :class:`~mage_envs.numeric.OpenSpielTensorEnv` into a meta-episode.
+
+    Args:
+        env: a tensor env (possibly wrapped).
+        num_episodes: inner episodes per meta-episode (>= 1).
+        reward_mode: ``"differential"`` (MAGE), ``"final"`` or ``"cumulative"``.
+        repeat_instance: replay the same deal and seat in every episode; ``False`` deals
+            afresh against the same opponent.
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        num_episodes: int = 3,
+        reward_mode: RewardMode = "differential",
+        repeat_instance: bool = True,
+    ) -> None:
+        if not isinstance(num_episodes, int) or num_episodes < 1:
+            raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}")
+        if reward_mode not in ("differential", "final", "cumulative"):
+            raise ValueError(
+                f"reward_mode must be 'differential', 'final' or 'cumulative', got {reward_mode!r}"
+            )
+        if not isinstance(env.unwrapped, OpenSpielTensorEnv):
+            raise TypeError(f"TensorMetaWrapper needs a tensor env, got {type(env.unwrapped).__name__}")
+        gym.utils.RecordConstructorArgs.__init__(
+            self, num_episodes=num_episodes, reward_mode=reward_mode, repeat_instance=repeat_instance
+        )
+        gym.Wrapper.__init__(self, env)
+        self.num_episodes = num_episodes
+        self.reward_mode = reward_mode
+        self.repeat_instance = repeat_instance
+        base: OpenSpielTensorEnv = env.unwrapped
+        tensor = base.observation_space.shape[0]
+        self.slot_size = tensor + base.revealed_size + 1
+        game = base.game
+        self._return_unit = max(abs(game.min_utility()), abs(game.max_utility())) * base.reward_scale
+        low = np.zeros(self.slot_size, np.float32)
+        low[-1] = -1.0
+        slots_low = np.tile(low, num_episodes - 1)
+        size = slots_low.size + num_episodes + tensor
+        self.observation_space = spaces.Box(
+            np.concatenate([slots_low, np.zeros(num_episodes + tensor, np.float32)]),
+            np.ones(size, np.float32),
+            dtype=np.float32,
+        )
+
+    # ------------------------------------------------------------------ gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[np.ndarray, dict[str, Any]]:
+        """Start a meta-episode; ``options`` are passed to the first inner reset."""
+        self._slots = np.zeros((self.num_episodes - 1, self.slot_size), np.float32)
+        self._returns: list[float] = []
+        self._episode_index = 0
+        self._current_return = 0.0
+        self._done = False
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._opponent = info["opponent"]
+        self._instance = info["instance"]
+        return self._encode(obs), self._info(info)
+
+    def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
+        if self._done:
+            raise RuntimeError("the meta-episode is over; call reset() to start a new one")
+        obs, reward, terminated, truncated, info = self.env.step(action)
+        self._current_return += float(reward)
+        if not (terminated or truncated):
+            return self._encode(obs), 0.0, False, False, self._info(info)
+        self._returns.append(self._current_return)
+        reward = meta_reward(self._returns, self.num_episodes, self.reward_mode)
+        if len(self._returns) == self.num_episodes:
+            self._done = True
+            return self._encode(obs), reward, terminated, truncated and not terminated, self._info(info)
+        self._remember()
+        next_obs, next_info = self._next_inner_episode()
+        next_info["finished_episode_info"] = info
+        return next_obs, reward, False, False, next_info
+
+    def action_masks(self) -> np.ndarray:
+        """The inner env's legal actions (``bool``), for sb3-contrib's maskable algorithms."""
+        return self.env.unwrapped.action_masks()
+
+    # ------------------------------------------------------------------ internals
+    def _remember(self) -> None:
+        """Fill the slot of the episode that just ended."""
+        slot = self._slots[len(self._returns) - 1]
+        slot[:-1] = self.env.unwrapped.episode_summary()
+        slot[-1] = np.clip(self._returns[-1] / self._return_unit, -1.0, 1.0)
+
+    def _next_inner_episode(self) -> tuple[np.ndarray, dict[str, Any]]:
+        self._episode_index += 1
+        self._current_return = 0.0
+        options: dict[str, Any] = {"opponent": self._opponent}
+        if self.repeat_instance:
+            options["instance"] = self._instance
+        obs, info = self.env.reset(options=options)
+        return self._encode(obs), self._info(info)
+
+    def _encode(self, obs: np.ndarray) -> np.ndarray:
+        index = np.zeros(self.num_episodes, np.float32)
+        index[self._episode_index] = 1.0
+        return np.concatenate([self._slots.ravel(), index, obs])
+
+    def _info(self, inner: dict[str, Any]) -> dict[str, Any]:
+        info = dict(inner)
+        info.update(
+            episode_index=self._episode_index,
+            num_episodes=self.num_episodes,
+            episode_returns=list(self._returns),
+            opponent=self._opponent,
+            meta_done=self._done,
+        )
+        return info
+
+
+def make_tensor_meta_env(base: str, **kwargs: Any) -> TensorMetaWrapper:
+    """Build the tensor env ``base`` (an entry point) with its options, wrapped with the
+    meta options (``num_episodes``, ``reward_mode``, ``repeat_instance``)."""
+    options = tuple(inspect.signature(TensorMetaWrapper.__init__).parameters)[2:]
+    meta = {k: kwargs.pop(k) for k in options if k in kwargs}
+    return TensorMetaWrapper(load_entry_point(base)(**kwargs), **meta)

@@ -1,0 +1,81 @@
+"""The text layer of Sokoban: the rules, the board and the move history as one prompt.
+
+Example:
+    >>> from mage_envs.tasks.sokoban.level import parse_xsb
+    >>> level = parse_xsb("#####\\n#@$.#\\n#####")
+    >>> print(board_block(level, steps=0, max_steps=10))
+    Board after 0 of 10 steps (0 of 1 boxes on goals):
+    #####
+    #@$.#
+    #####
+    You (@) are at row 2, column 2.
+"""
+
+from __future__ import annotations
+
+from .level import DIRECTIONS, Level
+
+RULES = """You are playing Sokoban, a puzzle on a grid seen from above. You are the warehouse keeper.
+- Each action moves you one square up, down, left or right. Row 1 is the top row and column 1 the leftmost: "up" goes toward row 1, "left" toward column 1.
+- Walking into a box pushes it one square further in the same direction if that square is floor or a goal. You cannot pull a box, and you cannot push two boxes at once.
+- Walking into a wall, or pushing a box against a wall or another box, leaves everything where it is; the step still counts.
+- You solve the puzzle when every box is on a goal. A box pushed into a corner that is not a goal can never be moved out, so think before pushing.
+- Rewards: -0.1 per step, +1 for pushing a box onto a goal, -1 for pushing a box off a goal, +10 when the puzzle is solved.
+- You have at most {max_steps} steps.
+Legend: # wall, @ you, + you on a goal, $ box, * box on a goal, . goal, (space) floor."""
+
+#: The answer format, shown under the legal actions.
+ANSWER_FORMAT = (
+    "Think briefly if you like, then answer with exactly one action inside tags, "
+    "e.g. <action>up</action>."
+)
+#: The longest history line, less the digits of the step number.
+_LONGEST_HISTORY_LINE = "- step : right: pushed a box off a goal"
+#: Room for the status lines, a retry notice (clipped answers are at most 64 characters)
+#: and the end-of-episode sentence, besides the rules, board and history.
+FIXED_BUDGET = 720
+
+
+def rules(max_steps: int) -> str:
+    """The rules block shown at the top of every prompt."""
+    return RULES.format(max_steps=max_steps)
+
+
+def board_block(level: Level, steps: int, max_steps: int) -> str:
+    """The XSB board with the step count, boxes on goals and the player's coordinates."""
+    row, column = level.board.coordinates(level.player)
+    return (
+        f"Board after {steps} of {max_steps} steps ({level.boxes_on_goals} of {len(level.boxes)} boxes on goals):\n"
+        f"{level.to_xsb()}\n"
+        f"You (@) are at row {row}, column {column}."
+    )
+
+
+def history_block(history: list[str], limit: int) -> str:
+    """The last ``limit`` moves of this episode, one numbered line each.
+
+    Example:
+        >>> print(history_block(["up: moved", "left: blocked, nothing moved"], limit=1))
+        Your moves this episode (the last 1 of 2):
+        - step 2: left: blocked, nothing moved
+    """
+    if not history:
+        return "Your moves this episode: none yet."
+    shown = history[-limit:]
+    first = len(history) - len(shown) + 1
+    title = "Your moves this episode:" if len(shown) == len(history) else f"Your moves this episode (the last {len(shown)} of {len(history)}):"
+    lines = [f"- step {first + i}: {line}" for i, line in enumerate(shown)]
+    return "\n".join([title, *lines])
+
+
+def action_block(notice: str | None) -> str:
+    """The legal actions and the answer format, after an optional retry notice."""
+    parts = [f"Note: {notice}"] if notice else []
+    parts += [f"Legal actions: {', '.join(DIRECTIONS)}", ANSWER_FORMAT]
+    return "\n".join(parts)
+
+
+def observation_budget(width: int, height: int, max_steps: int, history_length: int) -> int:
+    """An upper bound on the prompt length for a room of ``width`` x ``height`` cells."""
+    history_line = len(_LONGEST_HISTORY_LINE) + len(str(max_steps)) + 1
+    return len(rules(max_steps)) + height * (width + 1) + history_length * history_line + FIXED_BUDGET

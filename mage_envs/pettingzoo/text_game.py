@@ -1,0 +1,330 @@
+"""Both seats of a text game as one PettingZoo AEC env: :class:`TextGameAEC`.
+
+The agents ``"player_0"`` (seat 0, moves first) and ``"player_1"`` are the game's two
+seats: two learners, or one model in self-play. Each observes a dict:
+
+* ``"prompt"``: the prompt the single-agent env shows that seat (rules, its private view,
+  the moves so far, the legal actions and the answer format), built by the game's own
+  text layer (:meth:`~mage_envs.games.base.OpenSpielTextEnv.prompt`);
+* ``"legal_moves"``: a 0/1 mask over the engine's action ids (all zeros when the seat may
+  not act). It is not called ``"action_mask"``: actions are text, not ids.
+
+Actions are text, read as in the single-agent env (docs/text_contract.md).
+
+Cycles: PettingZoo's parallel API steps every agent once per *cycle*. So that
+``aec_to_parallel`` is exact for a turn-based game, each cycle is one turn: the seat to
+move answers, the other seat passes (no legal moves, its prompt ends with
+:data:`WAIT_LINE`, its answer is ignored). The game ends, and ``max_cycles`` truncates it,
+at the end of a cycle.
+
+Invalid answers follow an :class:`~mage_envs.core.contract.InvalidActionPolicy`, per seat
+and game; the default :data:`DEFAULT_INVALID_ACTION` lets a seat retry three times and
+forfeits it at its fourth invalid answer, so every game ends even under random text.
+
+Rewards are the engine's payoffs times ``reward_scale``, paid to both seats at the step
+that ends the game (zero-sum). A forfeit pays the forfeiting seat its forfeit payoff (a
+fold in poker, a loss in Tic-Tac-Toe) and the other seat the opposite; a ``penalty`` for
+an invalid answer goes to the offender alone.
+
+Example:
+    >>> from mage_envs.pettingzoo import kuhn_poker_v0
+    >>> env = kuhn_poker_v0.raw_env()
+    >>> env.reset(seed=1)
+    >>> [env.infos[agent]["legal_actions"] for agent in env.agents]   # player_0 moves first
+    [['check', 'bet'], []]
+    >>> env.step("<action>bet</action>")                             # player_0 bets
+    >>> env.step("")                                                  # player_1 passes
+    >>> env.agent_selection, env.observe("player_0")["legal_moves"]   # next cycle: player_1's turn
+    ('player_0', array([0, 0], dtype=int8))
+    >>> env.observe("player_0")["prompt"].splitlines()[-1]
+    'It is not your turn to act: wait. Any answer now is ignored.'
+    >>> env.step("")                                                  # player_0 passes
+    >>> env.step("fold")                                              # player_1 folds
+    >>> env.rewards, env.terminations
+    ({'player_0': 1.0, 'player_1': -1.0}, {'player_0': True, 'player_1': True})
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any, ClassVar
+
+import gymnasium
+import numpy as np
+import pyspiel
+from gymnasium import spaces
+from gymnasium.utils import EzPickle, seeding
+from pettingzoo import AECEnv
+
+from ..core.contract import MAX_ACTION_CHARS, InvalidActionPolicy, text_space
+from ..core.invalid import judge_invalid
+from ..core.parsing import parse_action
+from ..games.base import FORFEIT_LINE, OpenSpielTextEnv
+from ..games.engine import ChanceStream
+
+AGENTS = ("player_0", "player_1")
+#: Default invalid-action policy: three retries per seat and game, then a forfeit.
+DEFAULT_INVALID_ACTION = InvalidActionPolicy("retry", max_retries=3)
+#: The last line of the prompt of a seat that passes this cycle.
+WAIT_LINE = "It is not your turn to act: wait. Any answer now is ignored."
+#: The last line of the prompt of a seat whose opponent forfeited.
+OPPONENT_FORFEIT_LINE = "The opponent forfeited this game by not giving a legal action."
+#: The last line of the prompts of a game cut off by ``max_cycles``.
+TRUNCATED_LINE = "The game was stopped: it reached its limit of {cycles} turns."
+_CHANCE = int(pyspiel.PlayerId.CHANCE)
+
+
+def render_prompt(env: AECEnv) -> str | None:
+    """``render()`` of a text AEC env: the selected agent's prompt (``"ansi"``), printed
+    (``"human"``), or ``None`` with a warning when the env has no render mode."""
+    if env.render_mode is None:
+        gymnasium.logger.warn("You are calling render method without specifying any render mode.")
+        return None
+    agent = env.agent_selection
+    text = f"[{agent}]\n{env.observe(agent)['prompt']}"
+    if env.render_mode == "human":
+        print(text)
+        return None
+    return text
+
+
+class TextGameAEC(AECEnv, EzPickle):
+    """A two-player OpenSpiel text game where both seats are PettingZoo agents.
+
+    A game module subclasses it and names ``text_env``, the game's single-agent env class,
+    whose text layer writes the prompts (its opponents are never used).
+
+    Args:
+        invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"``, a dict or an
+            :class:`~mage_envs.core.contract.InvalidActionPolicy`, applied per seat.
+        reward_scale: multiplies every payoff.
+        accept_bare: accept an answer that is exactly a legal action without tags.
+        max_cycles: truncate the game after this many turns (a complete game is shorter).
+        render_mode: ``None``, ``"ansi"`` (``render()`` returns the selected agent's
+            prompt) or ``"human"`` (prints it at every step).
+    """
+
+    text_env: ClassVar[type[OpenSpielTextEnv]]
+    metadata: ClassVar[dict[str, Any]] = {
+        "name": "text_game",
+        "render_modes": ["ansi", "human"],
+        "is_parallelizable": True,
+        "render_fps": 1,
+    }
+
+    def __init__(
+        self,
+        invalid_action: str | InvalidActionPolicy | dict[str, Any] = DEFAULT_INVALID_ACTION,
+        reward_scale: float = 1.0,
+        accept_bare: bool = True,
+        max_cycles: int = 100,
+        render_mode: str | None = None,
+    ) -> None:
+        EzPickle.__init__(
+            self,
+            invalid_action=invalid_action,
+            reward_scale=reward_scale,
+            accept_bare=accept_bare,
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+        )
+        super().__init__()
+        if render_mode not in (None, *self.metadata["render_modes"]):
+            raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
+        if not isinstance(max_cycles, int) or max_cycles < 1:
+            raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
+        # the single-agent env validates the options and supplies the text layer
+        self.text = self.text_env(invalid_action=invalid_action, reward_scale=reward_scale, accept_bare=accept_bare)
+        self.game = self.text.game
+        self.max_cycles = max_cycles
+        self.render_mode = render_mode
+        self.possible_agents = list(AGENTS)
+        num_actions = self.game.num_distinct_actions()
+        self.observation_spaces = {
+            agent: spaces.Dict(
+                {
+                    "prompt": text_space(self.text.max_observation_chars),
+                    "legal_moves": spaces.MultiBinary(num_actions),
+                }
+            )
+            for agent in AGENTS
+        }
+        # one action space per agent (the contract's ACTION_SPACE), each seeded on its own
+        self.action_spaces = {agent: text_space(MAX_ACTION_CHARS) for agent in AGENTS}
+        self._rng: random.Random | None = None
+        self._state: pyspiel.State | None = None
+
+    def observation_space(self, agent: str) -> spaces.Dict:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> spaces.Text:
+        return self.action_spaces[agent]
+
+    # ------------------------------------------------------------------ AEC API
+    def reset(self, seed: int | None = None, options: dict[str, Any] | None = None) -> None:
+        """Start a game. ``options``: ``instance`` (replay a deal)."""
+        if seed is not None or self._rng is None:
+            np_random, _ = seeding.np_random(seed)
+            self._rng = random.Random(int(np_random.integers(0, 2**63 - 1)))
+        instance = (options or {}).get("instance")
+        self._instance = int(self._rng.getrandbits(63) if instance is None else instance)
+        self._chance = ChanceStream(self._instance)
+        self._state = self.game.new_initial_state()
+        self._actions: list[int] = []
+        self._play_chance()
+        self.agents = list(self.possible_agents)
+        self.rewards = dict.fromkeys(self.agents, 0.0)
+        self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
+        self.terminations = dict.fromkeys(self.agents, False)
+        self.truncations = dict.fromkeys(self.agents, False)
+        self._retries = [self.text.invalid_policy.max_retries] * len(AGENTS)
+        self._notices: list[str | None] = [None] * len(AGENTS)
+        self._reports: dict[str, dict[str, Any] | None] = dict.fromkeys(self.agents)
+        self._forfeiter: int | None = None
+        self._cycles = 0
+        self.agent_selection = self.agents[0]
+        self._start_turn()
+        self._update_infos()
+
+    def step(self, action: str | None) -> None:
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        self._cumulative_rewards[agent] = 0.0
+        self._clear_rewards()
+        self._reports[agent] = None
+        seat = AGENTS.index(agent)
+        if self._may_act(seat):
+            self._answer(seat, action)
+        position = self.agents.index(agent)
+        if position == len(self.agents) - 1:
+            self._end_cycle()
+        self.agent_selection = self.agents[(position + 1) % len(self.agents)]
+        self._accumulate_rewards()
+        self._update_infos()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> dict[str, Any]:
+        seat = AGENTS.index(agent)
+        names = self._legal(seat)
+        prompt = self.text.prompt(
+            self._state, seat, self._actions, list(names), self._notices[seat], self._closing(seat)
+        )
+        mask = np.zeros(self.game.num_distinct_actions(), dtype=np.int8)
+        mask[list(names.values())] = 1
+        return {"prompt": prompt, "legal_moves": mask}
+
+    def render(self) -> str | None:
+        return render_prompt(self)
+
+    def close(self) -> None:
+        """Nothing to release."""
+
+    @property
+    def game_state(self) -> pyspiel.State:
+        """The live ``pyspiel`` state (read-only use; do not apply actions to it)."""
+        if self._state is None:
+            raise RuntimeError("call reset() first")
+        return self._state
+
+    # ------------------------------------------------------------------ turns
+    @property
+    def _over(self) -> bool:
+        return self._forfeiter is not None or self._state.is_terminal()
+
+    def _start_turn(self) -> None:
+        """Begin a cycle: the seat to move may answer once."""
+        self._mover = None if self._over else self._state.current_player()
+        self._moved = False
+
+    def _may_act(self, seat: int) -> bool:
+        return not self._moved and seat == self._mover and not any(self.truncations.values())
+
+    def _legal(self, seat: int) -> dict[str, int]:
+        return self.text.action_names(self._state) if self._may_act(seat) else {}
+
+    def _closing(self, seat: int) -> str | None:
+        """The line that ends ``seat``'s prompt in place of the legal actions, if any."""
+        if self._forfeiter is not None:
+            return FORFEIT_LINE if seat == self._forfeiter else OPPONENT_FORFEIT_LINE
+        if self._state.is_terminal():
+            return None  # the game's own ending (showdown, final board)
+        if any(self.truncations.values()):
+            return TRUNCATED_LINE.format(cycles=self._cycles)
+        return None if self._may_act(seat) else WAIT_LINE
+
+    def _answer(self, seat: int, action: Any) -> None:
+        """Read the answer of the seat to move and apply it, or the invalid-action policy."""
+        self._moved = True
+        names = self.text.action_names(self._state)
+        parsed = parse_action(action, list(names), accept_bare=self.text.accept_bare)
+        chosen = parsed.action
+        if chosen is None:
+            policy = self.text.invalid_policy
+            decision = judge_invalid(policy, parsed, list(names), self._retries[seat], self._rng)
+            self._retries[seat] = decision.retries_left
+            self._reports[AGENTS[seat]] = decision.report
+            self.rewards[AGENTS[seat]] += policy.penalty
+            if decision.applied == "retry":
+                self._notices[seat] = decision.notice
+                return
+            if decision.applied == "forfeit":
+                self._forfeit(seat)
+                return
+            chosen = decision.substitute
+        self._notices[seat] = None
+        self._actions.append(names[chosen])
+        self._state.apply_action(names[chosen])
+        self._play_chance()
+        if self._state.is_terminal():
+            for agent, payoff in zip(AGENTS, self._state.returns()):
+                self.rewards[agent] += payoff * self.text.reward_scale
+
+    def _forfeit(self, seat: int) -> None:
+        forfeit_return = self.text.invalid_policy.forfeit_return
+        if forfeit_return is None:
+            forfeit_return = self.text.forfeit_payoff(self._state, seat) * self.text.reward_scale
+        self._forfeiter = seat
+        self.rewards[AGENTS[seat]] += forfeit_return
+        self.rewards[AGENTS[1 - seat]] -= forfeit_return
+
+    def _play_chance(self) -> None:
+        """Deal from the instance's chance stream until a player is to move (or the end)."""
+        while self._state.current_player() == _CHANCE:
+            action = self._chance.sample(self._state)
+            self._actions.append(action)
+            self._state.apply_action(action)
+
+    def _end_cycle(self) -> None:
+        self._cycles += 1
+        if self._over:
+            self.terminations = dict.fromkeys(self.agents, True)
+        elif self._cycles >= self.max_cycles:
+            self.truncations = dict.fromkeys(self.agents, True)
+        else:
+            self._start_turn()
+
+    def _outcome(self, seat: int) -> str | None:
+        if self._forfeiter is not None:
+            return "loss" if seat == self._forfeiter else "win"
+        if not self._state.is_terminal():
+            return None
+        payoff = self._state.returns()[seat]
+        return "win" if payoff > 0 else "loss" if payoff < 0 else "draw"
+
+    def _update_infos(self) -> None:
+        self.infos = {}
+        for agent in self.agents:
+            seat = AGENTS.index(agent)
+            info: dict[str, Any] = {
+                "legal_actions": list(self._legal(seat)),
+                "seat": seat,
+                "invalid_action": self._reports[agent],
+                "instance": self._instance,
+            }
+            if self._over:
+                outcome = self._outcome(seat)
+                info.update(outcome=outcome, success=outcome == "win", forfeit=self._forfeiter is not None)
+            self.infos[agent] = info

@@ -136,7 +136,9 @@ class MetaEpisodeTracker:
         self.returns.append(self.current_return)
         self.successes.append(bool(info.get("success", False)))
         self.outcomes.append(info.get("outcome"))
-        self.memory.add_episode(f"Result: {self.result_line(info)}")
+        summary = info.get("summary")
+        line = f"Result: {self.result_line(info)}"
+        self.memory.add_episode(f"{summary} {line}" if summary else line)
         return meta_reward(self.returns, self.num_episodes, self.reward_mode)
 
     @property

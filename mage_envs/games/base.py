@@ -45,7 +45,13 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         reward_scale: multiplies every game payoff (MAGE used 5 for Kuhn chips, 10 for
             Tic-Tac-Toe).
         accept_bare: accept an answer that is exactly a legal action without tags.
+        prompt_style: ``"full"`` (rules, view, moves, legal actions, answer format) or
+            ``"compact"`` (no rules text; the legal actions, the moves, then the private
+            view last — for small models and tight token budgets).
         render_mode: ``None`` or ``"ansi"``.
+
+    At the end of an episode ``info["summary"]`` is a one-line account (private view, moves,
+    result) that :class:`~mage_envs.MetaEpisodeWrapper` keeps in its memory.
     """
 
     #: Human name used in prompts.
@@ -61,12 +67,16 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         reward_scale: float = 1.0,
         accept_bare: bool = True,
         render_mode: str | None = None,
+        prompt_style: str = "full",
     ) -> None:
+        if prompt_style not in ("full", "compact"):
+            raise ValueError(f"prompt_style must be 'full' or 'compact', got {prompt_style!r}")
         super().__init__(opponent, seat, invalid_action, reward_scale, render_mode)
         self.accept_bare = accept_bare
+        self.prompt_style = prompt_style
         self.observation_space = text_space(self.max_observation_chars)
         self.action_space = ACTION_SPACE
-        self._view_cache: dict[tuple, tuple[str, dict[str, int], dict[str, str]]] = {}
+        self._view_cache: dict[tuple, tuple[str, dict[str, int], dict[str, str], str | None]] = {}
         self._header_cache: dict[int, str] = {}
 
     # ------------------------------------------------------------------ text layer
@@ -119,6 +129,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     def _clear_view(self) -> None:
         self._legal, self._accepted = {}, {}
         self._observation = self._compose(None)
+        self._summary_text = self._episode_summary()
 
     def _view(self, terminal: bool) -> None:
         """Set the observation, legal names and accepted answers (cached per history)."""
@@ -131,14 +142,49 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             accepted = {f"<action>{name}</action>": name for name in self._legal}
             if self.accept_bare:
                 accepted.update({name: name for name in self._legal})
-            view = self._view_cache[key] = (self._compose(None), self._legal, accepted)
-        self._observation, self._legal, self._accepted = view
+            summary = self._episode_summary() if terminal else None
+            view = self._view_cache[key] = (self._compose(None), self._legal, accepted, summary)
+        self._observation, self._legal, self._accepted, self._summary_text = view
+
+    def _summary(self) -> str | None:
+        return self._summary_text
+
+    def _episode_summary(self) -> str:
+        """Private view (when one line), the moves and the result, on one line."""
+        view = self.private_view(self._state, self._seat)
+        parts = [view] if "\n" not in view else []
+        parts += self.history_lines(self._history_key[1:], self._seat)
+        parts.append(FORFEIT_LINE if self._forfeited else self.describe_end(self._state, self._seat))
+        return " ".join(parts)
 
     def _compose(self, notice: str | None) -> str:
         closing = FORFEIT_LINE if self._forfeited else None
         return self.prompt(self._state, self._seat, self._history_key[1:], list(self._legal), notice, closing)
 
     # ------------------------------------------------------------------ prompts
+    def _compact_prompt(
+        self,
+        state: pyspiel.State,
+        seat: int,
+        actions: Sequence[int],
+        legal: Sequence[str],
+        notice: str | None,
+        closing: str | None,
+    ) -> str:
+        """The compact style: title and seat, legal actions, moves, private view last."""
+        parts = [f"{self.title}. You are Player {seat + 1}."]
+        if notice and closing is None and not state.is_terminal():
+            parts.append(f"Note: {notice}")
+        if closing is None and not state.is_terminal():
+            parts.append(f"Legal actions: {', '.join(legal)}")
+        parts.append("Moves: " + (" ".join(self.history_lines(actions, seat)) or "none"))
+        parts.append(self.private_view(state, seat))
+        if closing is not None:
+            parts.append(closing)
+        elif state.is_terminal():
+            parts.append(self.describe_end(state, seat))
+        return clip_text("\n".join(parts), self.max_observation_chars)
+
     def history_lines(self, actions: Sequence[int], seat: int) -> list[str]:
         """The history lines ``seat`` reads for ``actions`` played from the initial state."""
         replay = self.game.new_initial_state()
@@ -181,6 +227,8 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             Legal actions: check, bet
             Think briefly if you like, then answer with exactly one legal action inside tags, e.g. <action>check</action>.
         """
+        if self.prompt_style == "compact":
+            return self._compact_prompt(state, seat, actions, legal, notice, closing)
         header = self._header_cache.get(seat)
         if header is None:
             header = self._header_cache[seat] = self.rules(seat)

@@ -260,7 +260,14 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             info["outcome"] = self._outcome
             info["success"] = self._outcome == "win"
             info["forfeit"] = self._forfeited
+            summary = self._summary()
+            if summary is not None:
+                info["summary"] = summary
         return info
+
+    def _summary(self) -> str | None:
+        """A one-line account of the finished episode for ``info["summary"]`` (none here)."""
+        return None
 
     # ------------------------------------------------------------------ introspection
     @property

@@ -1,0 +1,312 @@
+"""A language-model policy: any Hugging Face causal LM, optionally with a LoRA adapter.
+
+* :meth:`Policy.generate` — batched sampling (temperature, top-p, top-k, max new tokens,
+  optionally restricted to given token ids), returning token ids and their log-probs;
+* :meth:`Policy.completion_logprobs` — log-probs (and entropies) of given completions, with
+  gradients, for the loss; ``reference=True`` gives the reference policy's: the same model
+  with the LoRA adapter disabled (no second copy), or a frozen copy when all weights train.
+
+Log-probs are those of the temperature-scaled distribution (restricted to the allowed
+tokens when given); top-p / top-k truncation shapes sampling only. Dropout is always off,
+so sampling and scoring see the same distribution.
+
+Example:
+    >>> from mage_agent.tiny import build_model, build_tokenizer
+    >>> tok = build_tokenizer(["check bet fold call"])
+    >>> policy = Policy(build_model(tok), tok)
+    >>> out = policy.generate(["check"], Sampling(max_new_tokens=2), seed=0)
+    >>> len(out[0].completion_ids) <= 2 and len(out[0].logprobs) == len(out[0].completion_ids)
+    True
+"""
+
+from __future__ import annotations
+
+import copy
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How completions are sampled."""
+
+    temperature: float = 1.0
+    top_p: float = 1.0
+    top_k: int = 0
+    max_new_tokens: int = 64
+
+    def __post_init__(self) -> None:
+        if self.temperature <= 0:
+            raise ValueError(f"temperature must be > 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
+        if self.max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+
+
+@dataclass(frozen=True)
+class LoraSettings:
+    """LoRA adapter settings (peft)."""
+
+    rank: int = 16
+    alpha: int = 32
+    dropout: float = 0.05
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+
+
+@dataclass
+class Generation:
+    """One sampled completion."""
+
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    text: str
+    truncated: bool
+    allowed_ids: list[int] | None = field(default=None)
+
+
+class Policy:
+    """A causal LM (with LoRA when ``lora`` is given) that samples and scores completions."""
+
+    def __init__(
+        self,
+        model: PreTrainedModel,
+        tokenizer: PreTrainedTokenizerBase,
+        lora: LoraSettings | None = None,
+        device: str | torch.device = "cpu",
+        keep_reference: bool = True,
+        reference_model: PreTrainedModel | None = None,
+    ) -> None:
+        """``lora`` wraps ``model`` in a new adapter; a model that already carries a peft
+        adapter (a resumed run) is used as is. Without an adapter the reference policy is
+        ``reference_model``, or a frozen copy of ``model`` when ``keep_reference``."""
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        self.tokenizer = tokenizer
+        self.device = torch.device(device)
+        if lora is not None:
+            from peft import LoraConfig, get_peft_model
+
+            model = get_peft_model(
+                model,
+                LoraConfig(
+                    r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
+                    target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
+                ),
+            )
+        self.model = model.to(self.device)
+        self.has_adapter = hasattr(self.model, "disable_adapter")
+        self._reference = None
+        if not self.has_adapter:
+            if reference_model is not None:
+                self._reference = reference_model.to(self.device).eval().requires_grad_(False)
+            elif keep_reference:
+                self._reference = copy.deepcopy(self.model).eval().requires_grad_(False)
+
+    @classmethod
+    def from_pretrained(
+        cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True
+    ) -> Policy:
+        """Load a local path or hub id; bf16 on GPU, fp32 on CPU."""
+        dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+        tokenizer = AutoTokenizer.from_pretrained(name_or_path)
+        model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
+        return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)
+
+    # ------------------------------------------------------------------ prompts
+    def encode_prompt(self, prompt: str) -> list[int]:
+        """Token ids of ``prompt``, through the chat template when the tokenizer has one."""
+        if getattr(self.tokenizer, "chat_template", None):
+            return list(self.tokenizer.apply_chat_template(
+                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
+            ))
+        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+
+    def single_token_ids(self, words: Sequence[str]) -> list[int] | None:
+        """The token id of each word if every word is exactly one token, else ``None``."""
+        ids = []
+        for word in words:
+            tokens = self.tokenizer(word, add_special_tokens=False)["input_ids"]
+            if len(tokens) != 1:
+                return None
+            ids.append(tokens[0])
+        return ids
+
+    # ------------------------------------------------------------------ sampling
+    @torch.no_grad()
+    def generate(
+        self,
+        prompts: Sequence[str],
+        sampling: Sampling,
+        allowed_ids: Sequence[list[int] | None] | None = None,
+        seed: int | None = None,
+    ) -> list[Generation]:
+        """Sample one completion per prompt in one batch (left-padded, KV-cached)."""
+        if not prompts:
+            return []
+        generator = torch.Generator(device=self.device)
+        generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item()))
+        encoded = [self.encode_prompt(p) for p in prompts]
+        input_ids, attention = self._left_pad(encoded)
+        allowed_mask = self._allowed_mask(allowed_ids, len(prompts))
+        self.model.eval()
+        positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
+                         use_cache=True, logits_to_keep=1)
+        cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
+        past, logits = out[cache_key], out.logits[:, -1, :]
+        eos = self.tokenizer.eos_token_id
+        finished = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        tokens: list[list[int]] = [[] for _ in prompts]
+        logprobs: list[list[float]] = [[] for _ in prompts]
+        for step in range(sampling.max_new_tokens):
+            scores = self._scores(logits, sampling.temperature, allowed_mask)
+            token = self._sample(scores, sampling, generator)
+            token_logprob = torch.log_softmax(scores, -1).gather(-1, token[:, None])[:, 0]
+            for row in range(len(prompts)):
+                if not finished[row]:
+                    tokens[row].append(int(token[row]))
+                    logprobs[row].append(float(token_logprob[row]))
+            finished |= token == eos
+            if bool(finished.all()) or step == sampling.max_new_tokens - 1:
+                break
+            attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
+            positions = positions[:, -1:] + 1
+            out = self.model(input_ids=token[:, None], attention_mask=attention, position_ids=positions,
+                             use_cache=True, **{cache_key: past})
+            past, logits = out[cache_key], out.logits[:, -1, :]
+        results = []
+        for row in range(len(prompts)):
+            ended = bool(tokens[row]) and tokens[row][-1] == eos
+            text = self.tokenizer.decode(tokens[row], skip_special_tokens=True)
+            truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
+            results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
+                                      None if allowed_ids is None else allowed_ids[row]))
+        return results
+
+    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(s) for s in sequences)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
+        mask = torch.zeros((len(sequences), width), dtype=torch.long)
+        for row, seq in enumerate(sequences):
+            ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
+            mask[row, width - len(seq):] = 1
+        return ids.to(self.device), mask.to(self.device)
+
+    def _allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int) -> torch.Tensor | None:
+        if allowed_ids is None or all(a is None for a in allowed_ids):
+            return None
+        vocab = self.model.get_output_embeddings().weight.shape[0]
+        mask = torch.zeros((rows, vocab), dtype=torch.bool, device=self.device)
+        for row, ids in enumerate(allowed_ids):
+            if ids is None:
+                mask[row] = True
+            else:
+                mask[row, ids] = True
+        return mask
+
+    @staticmethod
+    def _scores(logits: torch.Tensor, temperature: float, allowed: torch.Tensor | None) -> torch.Tensor:
+        scores = logits.float() / temperature
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        return scores
+
+    @staticmethod
+    def _sample(scores: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> torch.Tensor:
+        scores = scores.clone()
+        if sampling.top_k > 0:
+            kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
+            scores = scores.masked_fill(scores < kth, float("-inf"))
+        if sampling.top_p < 1.0:
+            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
+            cumulative = torch.softmax(sorted_scores, -1).cumsum(-1)
+            drop = cumulative - torch.softmax(sorted_scores, -1) > sampling.top_p
+            sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
+            scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
+        probs = torch.softmax(scores, -1)
+        return torch.multinomial(probs, 1, generator=generator)[:, 0]
+
+    # ------------------------------------------------------------------ scoring
+    def completion_logprobs(
+        self,
+        prompt_ids: Sequence[list[int]],
+        completion_ids: Sequence[list[int]],
+        temperature: float = 1.0,
+        allowed_ids: Sequence[list[int] | None] | None = None,
+        reference: bool = False,
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Per-token log-probs and entropies of the completions, and the token mask.
+
+        Shapes ``(batch, max_completion_len)``. With ``reference=True`` the reference
+        policy scores them, without gradients.
+        """
+        rows = len(prompt_ids)
+        width = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids))
+        comp_width = max(len(c) for c in completion_ids)
+        pad = self.tokenizer.pad_token_id
+        ids = torch.full((rows, width), pad, dtype=torch.long)
+        attention = torch.zeros((rows, width), dtype=torch.long)
+        gather_pos = torch.zeros((rows, comp_width), dtype=torch.long)
+        targets = torch.full((rows, comp_width), pad, dtype=torch.long)
+        mask = torch.zeros((rows, comp_width), dtype=torch.bool)
+        for row, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
+            seq = list(p) + list(c)
+            ids[row, : len(seq)] = torch.tensor(seq)
+            attention[row, : len(seq)] = 1
+            gather_pos[row, : len(c)] = torch.arange(len(p) - 1, len(p) + len(c) - 1)
+            targets[row, : len(c)] = torch.tensor(c, dtype=torch.long)
+            mask[row, : len(c)] = True
+        ids, attention = ids.to(self.device), attention.to(self.device)
+        gather_pos, targets, mask = gather_pos.to(self.device), targets.to(self.device), mask.to(self.device)
+        model, context = self._scorer(reference)
+        with context:
+            logits = model(input_ids=ids, attention_mask=attention).logits
+        picked = logits.gather(1, gather_pos[:, :, None].expand(-1, -1, logits.shape[-1]))
+        allowed = self._allowed_mask(allowed_ids, rows)
+        if allowed is not None:
+            allowed = allowed[:, None, :].expand_as(picked)
+        scores = picked.float() / temperature
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        log_probs = torch.log_softmax(scores, -1)
+        token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
+        probs = log_probs.exp()
+        entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+        return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
+
+    def _scorer(self, reference: bool):
+        if not reference:
+            self.model.eval()  # dropout off, as in TRL's RL trainers: ratios start at exactly 1
+            return self.model, nullcontext()
+        if self.has_adapter:
+            return self.model, _NoGradAdapterOff(self.model)
+        if self._reference is None:
+            raise RuntimeError("no reference policy: build the Policy with keep_reference=True")
+        return self._reference, torch.no_grad()
+
+    def trainable_parameters(self) -> list[torch.nn.Parameter]:
+        return [p for p in self.model.parameters() if p.requires_grad]
+
+
+class _NoGradAdapterOff:
+    """Context: no gradients and the LoRA adapter disabled (the reference policy)."""
+
+    def __init__(self, model) -> None:
+        self._model = model
+        self._stack: list = []
+
+    def __enter__(self):
+        for ctx in (torch.no_grad(), self._model.disable_adapter()):
+            ctx.__enter__()
+            self._stack.append(ctx)
+
+    def __exit__(self, *exc):
+        while self._stack:
+            self._stack.pop().__exit__(*exc)

@@ -1,0 +1,163 @@
+"""Rollouts: B groups x G copies of a meta-environment, stepped in lockstep.
+
+Every copy in a group shares its seed and opponent archetype (the GRPO/GiGPO group). At
+each turn, every pending prompt — acting and reflecting alike — goes into one batched
+``generate`` call. Each turn records its prompt and completion tokens, log-probs, the
+reward that followed, whether the answer was invalid, the phase, the episode index and
+the opponent archetype.
+
+With ``action_tokens=True`` (for small models whose vocabulary holds every action name as
+one token) an acting turn samples a single token among the legal action names; the env
+reads the bare name.
+
+Example:
+    >>> from mage_agent.tiny import build_model, build_tokenizer
+    >>> from mage_agent.policy import Policy, Sampling
+    >>> tok = build_tokenizer(["check bet fold call"])
+    >>> runner = RolloutRunner("mage/KuhnPoker-meta-v0", {"reflection": False}, num_envs=4)
+    >>> batch = runner.collect(Policy(build_model(tok), tok), [GroupSpec(0, "nash"), GroupSpec(1, "random")],
+    ...                        group_size=2, sampling=Sampling(max_new_tokens=1), action_tokens=True, seed=0)
+    >>> len(batch.episode_returns), all(t.opponent in ("nash", "random") for t in batch.turns)
+    (4, True)
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import gymnasium as gym
+import numpy as np
+
+import mage_envs  # noqa: F401  (registers the environments)
+
+from .policy import Policy, Sampling
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group: its reset seed and its opponent archetype."""
+
+    seed: int
+    opponent: str
+
+
+@dataclass
+class Turn:
+    """One model call and what the environment answered."""
+
+    traj: int
+    group: int
+    opponent: str
+    episode: int
+    phase: str
+    prompt_ids: list[int]
+    completion_ids: list[int]
+    logprobs: list[float]
+    reward: float
+    invalid: bool
+    truncated: bool
+    anchor: str
+    allowed_ids: list[int] | None
+
+
+@dataclass
+class RolloutBatch:
+    """All turns of one collection, in time order per trajectory, plus per-trajectory results."""
+
+    turns: list[Turn] = field(default_factory=list)
+    episode_returns: list[list[float]] = field(default_factory=list)
+    episode_successes: list[list[bool]] = field(default_factory=list)
+    opponents: list[str] = field(default_factory=list)
+    generated_tokens: int = 0
+
+    def ordered_turns(self) -> list[Turn]:
+        """Turns grouped by trajectory, time order kept (what credit assignment expects)."""
+        return sorted(self.turns, key=lambda t: t.traj)
+
+
+def anchor_of(observation: str) -> str:
+    """A short stable hash of a prompt (GiGPO's anchor state)."""
+    return hashlib.blake2b(observation.encode(), digest_size=8).hexdigest()
+
+
+class RolloutRunner:
+    """Owns ``num_envs`` copies of ``env_id`` and collects lockstep rollouts with them."""
+
+    def __init__(self, env_id: str, env_kwargs: dict[str, Any], num_envs: int) -> None:
+        if num_envs < 1:
+            raise ValueError(f"num_envs must be >= 1, got {num_envs}")
+        self.env_id = env_id
+        self.envs = [gym.make(env_id, **env_kwargs) for _ in range(num_envs)]
+
+    def collect(
+        self,
+        policy: Policy,
+        groups: list[GroupSpec],
+        group_size: int,
+        sampling: Sampling,
+        action_tokens: bool = False,
+        seed: int = 0,
+    ) -> RolloutBatch:
+        """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``."""
+        count = len(groups) * group_size
+        if count != len(self.envs):
+            raise ValueError(f"{len(groups)} groups x {group_size} copies != {len(self.envs)} envs")
+        batch = RolloutBatch(
+            episode_returns=[[] for _ in range(count)],
+            episode_successes=[[] for _ in range(count)],
+            opponents=[groups[i // group_size].opponent for i in range(count)],
+        )
+        observations, infos = [], []
+        for i, env in enumerate(self.envs):
+            spec = groups[i // group_size]
+            obs, info = env.reset(seed=spec.seed, options={"opponent": spec.opponent})
+            observations.append(obs)
+            infos.append(info)
+        active = list(range(count))
+        turn_index = 0
+        while active:
+            allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
+            generations = policy.generate(
+                [observations[i] for i in active], sampling,
+                allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
+            )
+            turn_index += 1
+            still_active = []
+            for i, generation in zip(active, generations):
+                info = infos[i]
+                obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
+                batch.generated_tokens += len(generation.completion_ids)
+                batch.turns.append(Turn(
+                    traj=i, group=i // group_size, opponent=batch.opponents[i],
+                    episode=int(info.get("episode_index", 0)), phase=info.get("phase", "act"),
+                    prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
+                    logprobs=generation.logprobs, reward=float(reward),
+                    invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
+                    truncated=generation.truncated, anchor=anchor_of(observations[i]),
+                    allowed_ids=generation.allowed_ids,
+                ))
+                observations[i], infos[i] = obs, next_info
+                if terminated or truncated:
+                    batch.episode_returns[i] = list(next_info.get("episode_returns", [reward]))
+                    batch.episode_successes[i] = list(next_info.get("episode_successes", [next_info.get("success", False)]))
+                else:
+                    still_active.append(i)
+            active = still_active
+        return batch
+
+    @staticmethod
+    def _allowed(policy: Policy, info: dict[str, Any]) -> list[int] | None:
+        if info.get("phase", "act") != "act" or not info.get("legal_actions"):
+            return None
+        return policy.single_token_ids(info["legal_actions"])
+
+    def close(self) -> None:
+        for env in self.envs:
+            env.close()
+
+
+def success_matrix(batch: RolloutBatch) -> np.ndarray:
+    """``(trajectories, episodes)`` array of successes (0/1)."""
+    return np.array(batch.episode_successes, dtype=float)

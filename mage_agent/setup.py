@@ -1,0 +1,94 @@
+"""From a :class:`~mage_agent.config.TrainConfig` to the objects a run needs.
+
+Example:
+    >>> from mage_agent.config import TrainConfig
+    >>> env_kwargs(TrainConfig())["reward_mode"]
+    'differential'
+    >>> population_of(TrainConfig())
+    {'conservative': 1.0, 'aggressive': 1.0, 'intermediate': 1.0}
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from mage_envs import InvalidActionPolicy
+
+from .config import TrainConfig
+from .policy import LoraSettings, Policy
+from .tiny import TinyConfig, create_tiny
+
+TINY = "tiny"
+
+
+def resolve_device(name: str) -> str:
+    """``"auto"`` -> ``"cuda"`` when available, else ``"cpu"``."""
+    if name == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return name
+
+
+def base_model_path(config: TrainConfig, output: Path) -> str:
+    """The model to start from: the embedded tiny model is built once into the run folder."""
+    if config.model.name_or_path != TINY:
+        return config.model.name_or_path
+    path = output / "base_model"
+    if not (path / "config.json").exists():
+        create_tiny(path, TinyConfig(seed=config.run.seed))
+    return str(path)
+
+
+def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = None) -> Policy:
+    """The policy at the start of training, or as saved in ``checkpoint`` (resume)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    device = resolve_device(config.model.device)
+    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    base = base_model_path(config, output)
+    tokenizer = AutoTokenizer.from_pretrained(base)
+    model_cfg = config.model
+    lora = None
+    if model_cfg.lora:
+        lora = LoraSettings(model_cfg.lora_rank, model_cfg.lora_alpha, model_cfg.lora_dropout,
+                            tuple(model_cfg.lora_target_modules))
+    keep_reference = config.algo.kl_coef > 0
+    if checkpoint is None:
+        model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
+        return Policy(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)
+    saved = checkpoint / "model"
+    if lora is not None:
+        from peft import PeftModel
+
+        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
+                                          is_trainable=True)
+        return Policy(model, tokenizer, device=device)
+    model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
+    reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
+    return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)
+
+
+def population_of(config: TrainConfig) -> dict[str, float]:
+    """Training archetypes and weights (one archetype under the single-opponent ablation)."""
+    if config.env.single_opponent:
+        return {config.env.single_opponent: 1.0}
+    return dict(config.env.population)
+
+
+def env_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """``gym.make`` arguments of the meta-environment for this run."""
+    env = config.env
+    return {
+        "num_episodes": env.num_episodes,
+        "reward_mode": env.reward_mode,
+        "reflection": env.reflection,
+        "include_summaries": env.memory,
+        "repeat_instance": env.repeat_instance,
+        "prompt_style": env.prompt_style,
+        "seat": env.seat if env.seat == "random" else int(env.seat),
+        "reward_scale": env.reward_scale,
+        "opponent": list(population_of(config)) + [o for o in env.heldout if o not in population_of(config)],
+        "invalid_action": InvalidActionPolicy("retry", max_retries=2, penalty=env.invalid_penalty),
+    }

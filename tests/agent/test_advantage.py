@@ -1,0 +1,97 @@
+"""Credit assignment and advantages, checked against numbers computed by hand."""
+
+import numpy as np
+import pytest
+
+from mage_agent.advantage import TurnTable, discounted_returns, group_advantages
+
+
+def table(**columns):
+    n = len(columns["traj"])
+    columns.setdefault("episode", np.zeros(n, int))
+    columns.setdefault("reward", np.zeros(n))
+    return TurnTable(**{k: np.asarray(v, dtype=object if k in ("archetype", "anchor") else None) for k, v in columns.items()})
+
+
+def test_returns_discount_within_and_across_episodes():
+    # one meta-episode: episode 0 has two turns (rewards 0, 1), episode 1 has one turn (reward -2),
+    # episode 2 has two turns (rewards 0, 3); then a second trajectory with one turn
+    t = table(traj=[0, 0, 0, 0, 0, 1], episode=[0, 0, 1, 2, 2, 0], reward=[0, 1, -2, 0, 3, 5])
+    g = discounted_returns(t, gamma_step=0.9, gamma_traj=0.5)
+    ep2_last = 3.0
+    ep2_first = 0 + 0.9 * ep2_last           # 2.7
+    ep1 = -2 + 0.5 * ep2_first               # -0.65
+    ep0_last = 1 + 0.5 * ep1                 # 0.675
+    ep0_first = 0 + 0.9 * ep0_last           # 0.6075
+    assert g.tolist() == pytest.approx([ep0_first, ep0_last, ep1, ep2_first, ep2_last, 5.0])
+
+
+def test_differential_rewards_with_unit_discounts_sum_to_final_return():
+    # episode returns 1, -1, 2 -> differential rewards 1, -2, 3 at each episode's end
+    t = table(traj=[0, 0, 0], episode=[0, 1, 2], reward=[1, -2, 3])
+    assert discounted_returns(t, 1.0, 1.0)[0] == pytest.approx(2.0)  # = R(tau_3)
+
+
+def test_bad_discount_is_rejected():
+    with pytest.raises(ValueError):
+        discounted_returns(table(traj=[0]), 1.5, 0.5)
+
+
+SCOPE_CASE = dict(
+    traj=[0, 1, 2, 3, 4, 5],
+    group=[0, 0, 1, 1, 2, 2],
+    archetype=["a", "a", "a", "a", "b", "b"],
+)
+RETURNS = np.array([1.0, 3.0, 0.0, 4.0, 10.0, 30.0])
+
+
+def test_group_scope_is_plain_grpo():
+    adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="group")
+    # each group: centred on its mean, divided by its own std
+    assert adv.tolist() == pytest.approx([-1, 1, -1, 1, -1, 1], abs=1e-5)
+
+
+def test_per_archetype_scope_pools_the_std_within_each_archetype():
+    adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="per-archetype")
+    # archetype a: centred values -1, 1, -2, 2 -> rms sqrt((1+1+4+4)/4) = sqrt(2.5)
+    rms_a = np.sqrt(2.5)
+    assert adv[:4].tolist() == pytest.approx([-1 / rms_a, 1 / rms_a, -2 / rms_a, 2 / rms_a], abs=1e-5)
+    assert adv[4:].tolist() == pytest.approx([-1, 1], abs=1e-5)  # archetype b alone: rms 10
+
+
+def test_global_scope_lets_the_large_archetype_dominate():
+    adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="global")
+    rms = np.sqrt((1 + 1 + 4 + 4 + 100 + 100) / 6)
+    assert adv.tolist() == pytest.approx([-1 / rms, 1 / rms, -2 / rms, 2 / rms, -10 / rms, 10 / rms], abs=1e-5)
+
+
+def test_mean_only_normalisation():
+    adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="per-archetype", std=False)
+    assert adv.tolist() == pytest.approx([-1, 1, -2, 2, -10, 10])
+
+
+def test_statistics_never_mix_episode_indices_or_phases():
+    t = table(traj=[0, 0, 1, 1], group=[0, 0, 0, 0], episode=[0, 1, 0, 1], archetype=["a"] * 4)
+    adv = group_advantages(t, np.array([0.0, 100.0, 2.0, 104.0]), scope="group", std=False)
+    assert adv.tolist() == pytest.approx([-1, -2, 1, 2])
+
+
+def test_gigpo_adds_the_anchor_state_term():
+    # two trajectories in one group, two turns each; the second turns share an anchor ("s")
+    t = table(traj=[0, 0, 1, 1], group=[0, 0, 0, 0], episode=[0, 0, 0, 0], archetype=["a"] * 4,
+              anchor=["x", "s", "y", "s"])
+    returns = np.array([1.0, 2.0, 3.0, 6.0])
+    grpo = group_advantages(t, returns, scope="group", estimator="grpo", std=False)
+    gigpo = group_advantages(t, returns, scope="group", estimator="gigpo", std=False)
+    assert grpo.tolist() == pytest.approx([-2, -1, 0, 3])  # group mean 3
+    # anchor terms: x alone 0, s: 2 and 6 -> -2, +2, y alone 0
+    assert gigpo.tolist() == pytest.approx([-2, -3, 0, 5])
+
+
+def test_errors():
+    with pytest.raises(ValueError):
+        group_advantages(table(traj=[0]), np.zeros(1), scope="batch")
+    with pytest.raises(ValueError):
+        group_advantages(table(traj=[0]), np.zeros(1), estimator="ppo")
+    with pytest.raises(ValueError):
+        TurnTable(traj=np.zeros(2), episode=np.zeros(1), reward=np.zeros(2))

@@ -1,0 +1,107 @@
+"""Policy: sampling log-probs agree with scoring; LoRA and reference; save/load round trips."""
+
+import pytest
+import torch
+from transformers import AutoModelForCausalLM, AutoTokenizer
+
+from mage_agent.loss import ppo_loss
+from mage_agent.policy import LoraSettings, Policy, Sampling
+from mage_agent.tiny import TinyConfig, build_model, build_tokenizer, create_tiny
+
+WORDS = ["You hold the King . Legal actions : check , bet , fold , call", "Opponent bets . You call ."]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer(WORDS)
+
+
+def test_generated_logprobs_match_scoring(tokenizer):
+    policy = Policy(build_model(tokenizer), tokenizer)
+    sampling = Sampling(temperature=0.7, max_new_tokens=4)
+    out = policy.generate(["You hold the King", "Opponent bets . You"], sampling, seed=3)
+    new, entropy, mask = policy.completion_logprobs([g.prompt_ids for g in out], [g.completion_ids for g in out],
+                                                    temperature=0.7)
+    for row, g in enumerate(out):
+        assert new[row, : len(g.logprobs)].tolist() == pytest.approx(g.logprobs, abs=1e-5)
+        assert mask[row].sum() == len(g.completion_ids)
+    assert (entropy[mask] > 0).all()
+
+
+def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
+    policy = Policy(build_model(tokenizer), tokenizer)
+    allowed = policy.single_token_ids(["check", "bet"])
+    assert allowed is not None and policy.single_token_ids(["check bet"]) is None
+    a = policy.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
+    b = policy.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
+    assert [g.text for g in a] == [g.text for g in b]
+    assert {g.text for g in a} <= {"check", "bet"}
+    scored, _, _ = policy.completion_logprobs([g.prompt_ids for g in a], [g.completion_ids for g in a],
+                                              allowed_ids=[allowed] * 20)
+    # under the restriction the two probabilities sum to one
+    p = scored[:, 0].exp()
+    other = [policy.completion_logprobs([a[0].prompt_ids], [[t]], allowed_ids=[allowed])[0][0, 0].exp() for t in allowed]
+    assert float(sum(other)) == pytest.approx(1.0, abs=1e-5)
+    assert (p > 0).all()
+
+
+def test_lora_reference_is_the_base_model(tokenizer):
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=1)), tokenizer, lora=LoraSettings(rank=4, alpha=8))
+    prompts, completions = [[3, 4, 5]], [[6, 7]]
+    before, _, _ = policy.completion_logprobs(prompts, completions)
+    ref, _, _ = policy.completion_logprobs(prompts, completions, reference=True)
+    assert torch.allclose(before, ref)  # LoRA starts as the identity
+    optimizer = torch.optim.SGD(policy.trainable_parameters(), lr=1.0)
+    stats = ppo_loss(before, before.detach(), None, torch.zeros_like(before), torch.tensor([1.0]),
+                     torch.ones_like(before, dtype=torch.bool))
+    stats.loss.backward()
+    optimizer.step()
+    after, _, _ = policy.completion_logprobs(prompts, completions)
+    ref_after, _, _ = policy.completion_logprobs(prompts, completions, reference=True)
+    assert not torch.allclose(after, before)
+    assert torch.allclose(ref_after, ref)  # the adapter-disabled model did not move
+    assert all("lora" in n for n, p in policy.model.named_parameters() if p.requires_grad)
+
+
+def test_lora_adapter_save_load_round_trip(tokenizer, tmp_path):
+    from peft import PeftModel
+
+    base_dir = create_tiny(tmp_path / "base", TinyConfig(corpus_games=2))
+    tok = AutoTokenizer.from_pretrained(base_dir)
+    policy = Policy(AutoModelForCausalLM.from_pretrained(base_dir), tok, lora=LoraSettings(rank=4, alpha=8))
+    with torch.no_grad():
+        for name, p in policy.model.named_parameters():
+            if "lora_B" in name:
+                p.add_(0.05)
+    policy.model.save_pretrained(tmp_path / "adapter")
+    assert (tmp_path / "adapter" / "adapter_model.safetensors").exists()
+    reloaded = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base_dir), tmp_path / "adapter")
+    prompt = tok("Legal actions : check , bet")["input_ids"]
+    a, _, _ = policy.completion_logprobs([prompt], [prompt[:2]])
+    b, _, _ = Policy(reloaded, tok).completion_logprobs([prompt], [prompt[:2]])
+    assert torch.equal(a, b)
+
+
+def test_tiny_model_round_trips_through_save_pretrained(tmp_path):
+    path = create_tiny(tmp_path / "tiny", TinyConfig(corpus_games=2))
+    tok = AutoTokenizer.from_pretrained(path)
+    model = AutoModelForCausalLM.from_pretrained(path)
+    assert 30_000 < sum(p.numel() for p in model.parameters()) < 500_000
+    for name in ("check", "bet", "fold", "call", "raise", "1", "9"):
+        assert len(tok(name, add_special_tokens=False)["input_ids"]) == 1, name
+
+
+def test_ppo_loss_clips_and_penalises_kl():
+    old = torch.log(torch.tensor([[0.5]]))
+    new = torch.log(torch.tensor([[0.9]])).requires_grad_(True)  # ratio 1.8
+    positive = ppo_loss(new, old, None, torch.zeros(1, 1), torch.tensor([1.0]), torch.ones(1, 1, dtype=torch.bool), clip=0.2)
+    assert positive.loss.item() == pytest.approx(-1.2)  # clipped at 1 + 0.2
+    assert positive.clip_fraction == 1.0
+    negative = ppo_loss(new, old, None, torch.zeros(1, 1), torch.tensor([-1.0]), torch.ones(1, 1, dtype=torch.bool), clip=0.2)
+    assert negative.loss.item() == pytest.approx(1.8)  # pessimistic: the unclipped ratio
+    ref = torch.log(torch.tensor([[0.5]]))
+    with_kl = ppo_loss(new, old, ref, torch.zeros(1, 1), torch.tensor([1.0]), torch.ones(1, 1, dtype=torch.bool),
+                       clip=0.2, kl_coef=0.5)
+    delta = float(ref - new.detach())
+    assert with_kl.kl == pytest.approx(torch.exp(torch.tensor(delta)).item() - delta - 1)
+    assert with_kl.loss.item() == pytest.approx(-1.2 + 0.5 * with_kl.kl)

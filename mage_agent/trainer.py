@@ -71,6 +71,9 @@ class Trainer:
             state = load_training_state(checkpoint, self.optimizer, self.scheduler)
             self.start_iteration = state.iteration
             self.history = state.extras["history"]
+            # a killed run may have logged iterations after its last checkpoint: drop them
+            lines = "".join(json.dumps(m) + "\n" for m in self.history)
+            (self.output / "metrics.jsonl").write_text(lines)
         self._writer = self._tensorboard() if config.run.tensorboard else None
 
     # ------------------------------------------------------------------ the loop
@@ -135,10 +138,9 @@ class Trainer:
         reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 else None
         sums: dict[str, float] = defaultdict(float)
         steps = 0
+        lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
         for _ in range(algo.epochs):
-            order = rng.permutation(len(keep))
-            for start in range(0, len(keep), algo.minibatch_size):
-                chosen = order[start:start + algo.minibatch_size]
+            for chosen in _length_buckets(lengths, algo.minibatch_size, rng):
                 batch = [turns[keep[i]] for i in chosen]
                 new, entropy, mask = self.policy.completion_logprobs(
                     [t.prompt_ids for t in batch], [t.completion_ids for t in batch],
@@ -230,6 +232,18 @@ class Trainer:
         except ImportError:  # tensorboard is optional
             return None
         return SummaryWriter(log_dir=str(self.output / "tensorboard"))
+
+
+def _length_buckets(lengths: np.ndarray, size: int, rng: np.random.Generator) -> list[np.ndarray]:
+    """Minibatches of similar lengths (little padding), in random order, ties broken at random.
+
+    Example:
+        >>> sorted(sorted(b.tolist()) for b in _length_buckets(np.array([5, 1, 5, 1]), 2, np.random.default_rng(0)))
+        [[0, 2], [1, 3]]
+    """
+    order = np.lexsort((rng.random(len(lengths)), lengths))
+    buckets = [order[start:start + size] for start in range(0, len(order), size)]
+    return [buckets[i] for i in rng.permutation(len(buckets))]
 
 
 def _pad(rows: list[list[float]], width: int) -> torch.Tensor:

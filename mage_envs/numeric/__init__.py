@@ -15,7 +15,7 @@ Example:
 
 from .env import OpenSpielTensorEnv
 from .games import KuhnPokerTensorEnv, LeducPokerTensorEnv, TicTacToeTensorEnv
-from .meta import TensorMetaWrapper, make_tensor_meta_env, meta_reward
+from .meta import TensorMetaWrapper, make_tensor_meta_env
 
 __all__ = [
     "KuhnPokerTensorEnv",
@@ -24,5 +24,4 @@ __all__ = [
     "TensorMetaWrapper",
     "TicTacToeTensorEnv",
     "make_tensor_meta_env",
-    "meta_reward",
 ]

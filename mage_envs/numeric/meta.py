@@ -10,7 +10,8 @@ the agent's tensor at its end (in poker: its card and every action of both playe
 opponent's card one-hot if it was shown down, and the episode's return divided by
 ``max |payoff| x reward_scale`` (clipped to [-1, 1]). A recurrent or feed-forward policy
 can therefore learn across the meta-episode (an RL^2 baseline). Rewards are paid at the
-end of each inner episode, as in ``MetaEpisodeWrapper`` (:func:`meta_reward`).
+end of each inner episode by the same bookkeeping as ``MetaEpisodeWrapper``
+(:class:`~mage_envs.core.meta_tracker.MetaEpisodeTracker`), with the same ``info`` keys.
 
 Example:
     >>> import gymnasium as gym, mage_envs
@@ -23,35 +24,15 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import Any, Literal, Sequence
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
+from ..core.meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
 from ..registration import load_entry_point
 from .env import OpenSpielTensorEnv
-
-RewardMode = Literal["differential", "final", "cumulative"]
-
-
-def meta_reward(returns: Sequence[float], num_episodes: int, mode: RewardMode) -> float:
-    """The reward paid when inner episode ``len(returns)`` ends, given the returns so far
-    (the arithmetic of :class:`~mage_envs.MetaEpisodeWrapper`).
-
-    Example:
-        >>> [meta_reward([1.0, -2.0][:n], 2, "differential") for n in (1, 2)]
-        [1.0, -3.0]
-        >>> meta_reward([1.0], 2, "final"), meta_reward([1.0, -2.0], 2, "cumulative")
-        (0.0, -2.0)
-    """
-    current = returns[-1]
-    if mode == "cumulative":
-        return current
-    if mode == "final":
-        return current if len(returns) == num_episodes else 0.0
-    previous = returns[-2] if len(returns) > 1 else 0.0
-    return current - previous
 
 
 class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils.RecordConstructorArgs):
@@ -72,18 +53,14 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
         reward_mode: RewardMode = "differential",
         repeat_instance: bool = True,
     ) -> None:
-        if not isinstance(num_episodes, int) or num_episodes < 1:
-            raise ValueError(f"num_episodes must be a positive integer, got {num_episodes!r}")
-        if reward_mode not in ("differential", "final", "cumulative"):
-            raise ValueError(
-                f"reward_mode must be 'differential', 'final' or 'cumulative', got {reward_mode!r}"
-            )
+        tracker = MetaEpisodeTracker(num_episodes, reward_mode)
         if not isinstance(env.unwrapped, OpenSpielTensorEnv):
             raise TypeError(f"TensorMetaWrapper needs a tensor env, got {type(env.unwrapped).__name__}")
         gym.utils.RecordConstructorArgs.__init__(
             self, num_episodes=num_episodes, reward_mode=reward_mode, repeat_instance=repeat_instance
         )
         gym.Wrapper.__init__(self, env)
+        self.tracker = tracker
         self.num_episodes = num_episodes
         self.reward_mode = reward_mode
         self.repeat_instance = repeat_instance
@@ -101,33 +78,31 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
             np.ones(size, np.float32),
             dtype=np.float32,
         )
+        self._phase = "act"
 
     # ------------------------------------------------------------------ gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
         """Start a meta-episode; ``options`` are passed to the first inner reset."""
+        self.tracker.start()
         self._slots = np.zeros((self.num_episodes - 1, self.slot_size), np.float32)
-        self._returns: list[float] = []
-        self._episode_index = 0
-        self._current_return = 0.0
-        self._done = False
+        self._phase = "act"
         obs, info = self.env.reset(seed=seed, options=options)
         self._opponent = info["opponent"]
         self._instance = info["instance"]
         return self._encode(obs), self._info(info)
 
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._done:
+        if self._phase == "done":
             raise RuntimeError("the meta-episode is over; call reset() to start a new one")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self._current_return += float(reward)
+        self.tracker.add_reward(reward)
         if not (terminated or truncated):
             return self._encode(obs), 0.0, False, False, self._info(info)
-        self._returns.append(self._current_return)
-        reward = meta_reward(self._returns, self.num_episodes, self.reward_mode)
-        if len(self._returns) == self.num_episodes:
-            self._done = True
+        reward = self.tracker.end_episode(info)
+        if self.tracker.finished:
+            self._phase = "done"
             return self._encode(obs), reward, terminated, truncated and not terminated, self._info(info)
         self._remember()
         next_obs, next_info = self._next_inner_episode()
@@ -141,34 +116,24 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
     # ------------------------------------------------------------------ internals
     def _remember(self) -> None:
         """Fill the slot of the episode that just ended."""
-        slot = self._slots[len(self._returns) - 1]
+        returns = self.tracker.returns
+        slot = self._slots[len(returns) - 1]
         slot[:-1] = self.env.unwrapped.episode_summary()
-        slot[-1] = np.clip(self._returns[-1] / self._return_unit, -1.0, 1.0)
+        slot[-1] = np.clip(returns[-1] / self._return_unit, -1.0, 1.0)
 
     def _next_inner_episode(self) -> tuple[np.ndarray, dict[str, Any]]:
-        self._episode_index += 1
-        self._current_return = 0.0
-        options: dict[str, Any] = {"opponent": self._opponent}
-        if self.repeat_instance:
-            options["instance"] = self._instance
-        obs, info = self.env.reset(options=options)
+        self.tracker.next_episode()
+        _, options = replay_reset(self.repeat_instance, self._instance, None)
+        obs, info = self.env.reset(options={"opponent": self._opponent, **options})
         return self._encode(obs), self._info(info)
 
     def _encode(self, obs: np.ndarray) -> np.ndarray:
         index = np.zeros(self.num_episodes, np.float32)
-        index[self._episode_index] = 1.0
+        index[self.tracker.episode_index] = 1.0
         return np.concatenate([self._slots.ravel(), index, obs])
 
     def _info(self, inner: dict[str, Any]) -> dict[str, Any]:
-        info = dict(inner)
-        info.update(
-            episode_index=self._episode_index,
-            num_episodes=self.num_episodes,
-            episode_returns=list(self._returns),
-            opponent=self._opponent,
-            meta_done=self._done,
-        )
-        return info
+        return self.tracker.info(inner, self._phase, opponent=self._opponent)
 
 
 def make_tensor_meta_env(base: str, **kwargs: Any) -> TensorMetaWrapper:

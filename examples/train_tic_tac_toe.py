@@ -1,0 +1,54 @@
+"""Train the embedded tiny model with the MAGE recipe on Tic-Tac-Toe.
+
+A population of fixed-order heuristics (each exploitable by a different line of play)
+and a random player; three games per meta-episode on the same seat, so that what the
+first game reveals about the opponent's order can be exploited in the later ones.
+Evaluation covers held-out orders the agent never met in training.
+
+    python examples/train_tic_tac_toe.py --iterations 150 --output-dir runs/example-ttt
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from mage_agent.cli import evaluate_policy
+from mage_agent.config import TrainConfig, apply_overrides
+from mage_agent.trainer import Trainer
+
+TRAIN_POPULATION = {
+    "preferred-cell-center-first": 1.0,
+    "preferred-cell-corners-first": 1.0,
+    "preferred-cell-edges-first": 1.0,
+    "preferred-cell-row-major": 1.0,
+    "random": 1.0,
+}
+HELD_OUT = ["preferred-cell-anti-diagonal", "preferred-cell-spiral"]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--iterations", type=int, default=150)
+    parser.add_argument("--eval-meta-episodes", type=int, default=100)
+    parser.add_argument("--output-dir", default="runs/example-ttt")
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args()
+
+    config = apply_overrides(TrainConfig(), {
+        "env_id": "mage/TicTacToe-meta-v0",
+        "num_episodes": 3,
+        "population": TRAIN_POPULATION,
+        "heldout": HELD_OUT,
+        "iterations": args.iterations,
+        "eval_meta_episodes": args.eval_meta_episodes,
+        "output_dir": args.output_dir,
+        "seed": args.seed,
+    })
+    trainer = Trainer(config)
+    trainer.train()
+    evaluate_policy(trainer.policy, config, Path(args.output_dir) / "eval.json", "example")
+
+
+if __name__ == "__main__":
+    main()

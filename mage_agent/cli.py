@@ -97,10 +97,12 @@ def evaluate_policy(policy: Policy, config: TrainConfig, path: Path, name: str, 
     print(report.table())
     print(f"best non-adaptive value against the training population: {nonadaptive:+.3f}")
     for opponent, result in data["opponents"].items():
-        final = result["mean_return_by_episode"][-1]
-        gap = result["best_response_value"] - final
-        print(f"  {opponent:<16} final-episode return {final:+.3f}  gap to best response {gap:+.3f}"
-              f"  adaptation gain over non-adaptive {final - nonadaptive:+.3f}")
+        first, final = result["mean_return_by_episode"][0], result["mean_return_by_episode"][-1]
+        line = (f"  {opponent:<16} return ep1 {first:+.3f} -> ep{len(result['mean_return_by_episode'])} {final:+.3f}"
+                f"  gap to best response {result['best_response_value'] - final:+.3f}")
+        if result.get("instance_optimal_value") is not None:
+            line += f"  gap to the instance ceiling {result['instance_optimal_value'] - final:+.3f}"
+        print(line + f"  adaptation gain over non-adaptive {final - nonadaptive:+.3f}")
     print(f"saved {path} and {path.with_suffix('.png')}")
     return data
 
@@ -108,8 +110,12 @@ def evaluate_policy(policy: Policy, config: TrainConfig, path: Path, name: str, 
 def train_main(argv: Sequence[str]) -> int:
     from .trainer import Trainer
 
-    args = train_parser().parse_args(argv)
-    config = config_from_args(args)
+    parser = train_parser()
+    args = parser.parse_args(argv)
+    try:
+        config = config_from_args(args)
+    except (ValueError, OSError) as error:
+        parser.error(str(error))
     output = Path(config.run.output_dir)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
     (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))

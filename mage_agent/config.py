@@ -64,8 +64,8 @@ class EnvConfig:
 class RolloutConfig:
     """Sampling and batch shape."""
 
-    groups_per_iteration: int = 32  #: B: groups (seed, opponent) per iteration
-    group_size: int = 4  #: G: copies per group
+    groups_per_iteration: int = 16  #: B: groups (seed, opponent) per iteration
+    group_size: int = 8  #: G: copies per group
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -84,10 +84,10 @@ class AlgoConfig:
     gamma_traj: float = 0.6
     clip: float = 0.2
     kl_coef: float = 0.0
-    entropy_coef: float = 0.05
+    entropy_coef: float = 0.1
     epochs: int = 2
     minibatch_size: int = 256
-    learning_rate: float = 3e-3
+    learning_rate: float = 1e-3
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
     warmup_iterations: int = 10
@@ -98,7 +98,7 @@ class AlgoConfig:
 class RunConfig:
     """Length, seeds, output and evaluation."""
 
-    iterations: int = 300
+    iterations: int = 200
     seed: int = 0
     output_dir: str = "runs/mage"
     checkpoint_every: int = 50

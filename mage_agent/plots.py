@@ -24,7 +24,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def plot_evaluation(report: dict[str, Any], path: Path) -> Path:
     """Return (with SE bars) and success by episode index, one line per archetype; the
-    oracle best-response value (dashed) and the equilibrium value (dotted) per archetype."""
+    oracle best-response value (dashed), the equilibrium value (dotted) and, for repeated
+    instances, the value of knowing the deal (dash-dot) per archetype."""
     fig, (ax_return, ax_success) = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (name, result) in enumerate(report["opponents"].items()):
@@ -36,8 +37,11 @@ def plot_evaluation(report: dict[str, Any], path: Path) -> Path:
             ax_return.axhline(result["best_response_value"], color=color, linestyle="--", linewidth=0.9, alpha=0.7)
         if result.get("equilibrium_value") is not None:
             ax_return.axhline(result["equilibrium_value"], color=color, linestyle=":", linewidth=0.9, alpha=0.7)
+        if result.get("instance_optimal_value") is not None:
+            ax_return.axhline(result["instance_optimal_value"], color=color, linestyle="-.", linewidth=0.9, alpha=0.5)
         ax_success.plot(list(episodes), result["success_by_episode"], marker="o", color=color, label=name)
-    ax_return.set(title="Return by episode index (-- best response, .. equilibrium)", xlabel="episode in meta-episode",
+    ax_return.set(title="Return by episode (-- best response, .. equilibrium, -. deal known)",
+                  xlabel="episode in meta-episode",
                   ylabel="mean return")
     ax_success.set(title="Success (win) rate by episode index", xlabel="episode in meta-episode", ylabel="rate",
                    ylim=(0, 1))

@@ -7,12 +7,14 @@ Examples::
     mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
     mage eval --checkpoint runs/kuhn/checkpoints/iter-000300
+    mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Sequence
@@ -82,6 +84,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    try:
+        from .server import ServerSettings, serve
+    except ImportError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    settings = ServerSettings(
+        token=args.token,
+        max_sessions=args.max_sessions,
+        idle_timeout=args.idle_timeout,
+        max_body_bytes=args.max_body_bytes,
+        default_env=args.env,
+    )
+    serve(settings, args.host, args.port, allow_unauthenticated=args.allow_unauthenticated)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mage", description="MAGE: meta-RL environments for language agents.")
     sub = parser.add_subparsers(dest="command", required=True)
@@ -107,6 +126,21 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
     ev.set_defaults(func=_cmd_eval)
+
+    sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
+    sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, loopback only)")
+    sv.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
+    sv.add_argument("--token", default=os.environ.get("MAGE_SERVE_TOKEN") or None,
+                    help="bearer token required on every route but /health (default: $MAGE_SERVE_TOKEN)")
+    sv.add_argument("--max-sessions", type=int, default=64, help="open sessions at most (default: %(default)s)")
+    sv.add_argument("--idle-timeout", type=float, default=600.0,
+                    help="seconds without a message before a session is closed (default: %(default)s)")
+    sv.add_argument("--max-body-bytes", type=int, default=1 << 20,
+                    help="largest HTTP body or WebSocket message (default: %(default)s)")
+    sv.add_argument("--env", default="mage/KuhnPoker-v0", help="env of a reset without env_id (default: %(default)s)")
+    sv.add_argument("--allow-unauthenticated", action="store_true",
+                    help="allow a non-loopback --host without --token (only on a network that is yours alone)")
+    sv.set_defaults(func=_cmd_serve)
     return parser
 
 

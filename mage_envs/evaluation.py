@@ -54,6 +54,9 @@ class OpponentResult:
     best_response_stderr: float | None = None
     best_response_exact: bool | None = None
     equilibrium_value: float | None = None
+    #: repeat-instance meta-episodes only: the best return knowing the deal (the final
+    #: episode's ceiling once earlier episodes revealed it); exact opponents only
+    instance_optimal_value: float | None = None
 
 
 @dataclass
@@ -142,6 +145,7 @@ def evaluate(
     probe = gym.make(env_id, **env_kwargs)
     game = getattr(probe.unwrapped, "game_string", None)
     num_episodes = _num_episodes(probe)
+    repeats = num_episodes > 1 and bool(_wrapper_attribute(probe, "repeat_instance"))
     probe.close()
     names = resolve_opponents(game, opponents) if game else ["default"]
     report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs)
@@ -158,19 +162,25 @@ def evaluate(
         for env in envs:
             env.close()
         if oracle and game:
-            _attach_oracle(result, game, name, env_kwargs)
+            _attach_oracle(result, game, name, env_kwargs, repeats)
         report.opponents[name] = result
     bar.close()
     return report
 
 
-def _num_episodes(env: gym.Env) -> int:
+def _wrapper_attribute(env: gym.Env, name: str) -> Any:
+    """``name`` of the outermost wrapper (or env) that defines it, else ``None``."""
     while True:
-        if hasattr(env, "num_episodes") and isinstance(getattr(env, "num_episodes"), int):
-            return env.num_episodes
+        if name in vars(env):
+            return vars(env)[name]
         if not isinstance(env, gym.Wrapper):
-            return 1
+            return None
         env = env.env
+
+
+def _num_episodes(env: gym.Env) -> int:
+    value = _wrapper_attribute(env, "num_episodes")
+    return value if isinstance(value, int) else 1
 
 
 def _agent_name(agent: Agent | AgentFactory) -> str:
@@ -273,8 +283,10 @@ def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> st
     return "win" if value > 0 else "loss" if value < 0 else "draw"
 
 
-def _attach_oracle(result: OpponentResult, game: str, opponent: str, env_kwargs: dict[str, Any]) -> None:
-    from .oracle import best_response_value, equilibrium_value
+def _attach_oracle(
+    result: OpponentResult, game: str, opponent: str, env_kwargs: dict[str, Any], repeats: bool
+) -> None:
+    from .oracle import best_response_value, equilibrium_value, instance_optimal_value
 
     seat = env_kwargs.get("seat", "random")
     scale = float(env_kwargs.get("reward_scale", 1.0))
@@ -284,3 +296,5 @@ def _attach_oracle(result: OpponentResult, game: str, opponent: str, env_kwargs:
     result.best_response_exact = value.exact
     seats = (0, 1) if seat == "random" else (int(seat),)
     result.equilibrium_value = scale * sum(equilibrium_value(game, s) for s in seats) / len(seats)
+    if repeats and value.exact:
+        result.instance_optimal_value = instance_optimal_value(game, opponent, seat) * scale

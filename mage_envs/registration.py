@@ -34,6 +34,8 @@ GAMES: dict[str, tuple[str, dict[str, Any]]] = {
 #: their meta ids replay the same level in every episode, as MAGE and LaMer do.
 TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "Sokoban": ("mage_envs.tasks.sokoban:SokobanEnv", {"repeat_instance": True}),
+    "WebShop": ("mage_envs.tasks.webshop:WebShopEnv", {"repeat_instance": True}),
+    "WebShop-OOD": ("mage_envs.tasks.webshop:make_ood_env", {"repeat_instance": True}),
 }
 
 

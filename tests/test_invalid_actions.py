@@ -128,3 +128,14 @@ def test_default_forfeit_payoff_is_a_fold(env_id, moves, expected):
         return
     obs, reward, terminated, truncated, info = env.step("not a move")
     assert terminated and info["forfeit"] and reward == 2.0 * expected
+
+
+@settings(max_examples=60, deadline=None)
+@given(answer=LLM_TEXT)
+def test_single_envs_keep_retry_prompts_in_their_space(answer):
+    """The retry note quotes the answer: it must be folded into the charset first."""
+    for env_id in ("mage/KuhnPoker-v0", "mage/TicTacToe-v0", "mage/LeducPoker-v0", "mage/Sokoban-v0"):
+        env = gym.make(env_id)
+        env.reset(seed=0)
+        obs, *_ = env.step("<action>\u2192" + answer[:50] + "</action>")
+        assert env.observation_space.contains(obs), env_id

@@ -270,3 +270,17 @@ def test_bot_model_is_a_distribution():
     assert sum(probs.values()) == pytest.approx(1.0) and set(probs) <= set(state.legal_actions())
     assert model(state) is probs  # cached per position
 
+
+
+def test_instance_optimal_value_by_hand():
+    """Seat 0 against `conservative` knowing the deal (J<Q<K): bet as a bluff when the
+    opponent holds Q or J (it folds everything but the King), check-fold against the King.
+    Deals JQ +1, JK -1, QJ +1, QK -1, KJ +1, KQ +1 -> 2/6."""
+    from mage_envs.oracle import instance_optimal_value
+
+    assert instance_optimal_value("kuhn_poker", "conservative", seat=0) == pytest.approx(1 / 3)
+    # knowing the deal is worth more than any best response that does not
+    for name in ("aggressive", "intermediate", "nash", "random"):
+        assert instance_optimal_value("kuhn_poker", name) > best_response_value("kuhn_poker", name).value
+    # against minimax in Tic-Tac-Toe (no hidden information) it equals the best response
+    assert instance_optimal_value("tic_tac_toe", "minimax", seat=0) == pytest.approx(0.0)

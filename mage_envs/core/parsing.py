@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass
 from typing import Sequence
 
-from .contract import MAX_ACTION_CHARS
+from .contract import MAX_ACTION_CHARS, sanitize_text
 
 _TAG = re.compile(r"<\s*action\s*>(.*?)<\s*/\s*action\s*>", re.IGNORECASE | re.DOTALL)
 _OPEN_TAG = re.compile(r"<\s*action\s*>", re.IGNORECASE)
@@ -96,6 +96,6 @@ def describe_invalid(parsed: ParsedAction, legal_actions: Sequence[str]) -> str:
         "not_a_string": "Your answer was not text.",
         "no_action_tag": "No <action>...</action> tag was found in your answer.",
         "unclosed_action_tag": "Your <action> tag was not closed with </action>.",
-        "illegal_action": f"'{parsed.text}' is not a legal action now.",
+        "illegal_action": f"'{sanitize_text(parsed.text)}' is not a legal action now.",
     }
     return f"{messages.get(parsed.reason or '', 'Your answer was invalid.')} Legal actions: {legal}."

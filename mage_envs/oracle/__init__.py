@@ -5,7 +5,8 @@
 * :func:`best_nonadaptive_value` — the best fixed policy against a population whose
   archetype is drawn once and hidden (the ceiling of an agent that does not adapt);
 * :func:`equilibrium_value`, :func:`exploitability`, :func:`nash_conv`;
-* :func:`winnable_fraction` — the success ceiling of repeat-instance meta-episodes;
+* :func:`winnable_fraction`, :func:`instance_optimal_value` — the success and return
+  ceilings of repeat-instance meta-episodes (the deal known after earlier episodes);
 * reference agents :class:`RandomLegalAgent` and :class:`BestResponseAgent`.
 
 All values are in game units (chips, ±1 per game) before any ``reward_scale``.
@@ -28,7 +29,7 @@ from .values import (
     exploitability,
     nash_conv,
 )
-from .winnable import winnable_fraction
+from .winnable import instance_optimal_value, winnable_fraction
 
 __all__ = [
     "BestResponseAgent",
@@ -40,6 +41,7 @@ __all__ = [
     "best_response_value",
     "equilibrium_value",
     "exploitability",
+    "instance_optimal_value",
     "nash_conv",
     "winnable_fraction",
 ]

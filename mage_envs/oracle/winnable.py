@@ -9,9 +9,15 @@ outcome of the k-th chance event from the instance alone, so this assumes chance
 do not depend on the players' actions (true for the poker deals and trivially for
 Tic-Tac-Toe, which has none).
 
+:func:`instance_optimal_value` is the matching return ceiling: the expected return of an
+agent that knows the deal (as it can after earlier episodes of the same instance revealed
+it) and best-responds to the opponent's known move distribution.
+
 Example:
     >>> round(winnable_fraction("kuhn_poker", "conservative", seat=0), 4)
     0.6667
+    >>> round(instance_optimal_value("kuhn_poker", "conservative", seat=0), 4)
+    0.3333
 """
 
 from __future__ import annotations
@@ -41,6 +47,34 @@ def winnable_fraction(game: str, opponent: str | Opponent, seat: Seat = "random"
         for s in seats(seat)
     ]
     return sum(fractions) / len(fractions)
+
+
+def instance_optimal_value(game: str, opponent: str | Opponent, seat: Seat = "random") -> float:
+    """Expected return (over deals and, for ``"random"``, both seats) of the best play that
+    knows the deal, against ``opponent``'s exact move distribution (stochastic allowed).
+
+    The ceiling of the final episode of a repeat-instance meta-episode: above the best
+    response value, which must play without knowing the opponent's cards.
+    """
+    g = load_game(game)
+    opp = opponent if isinstance(opponent, Opponent) else make_opponent(game, opponent)
+    deals = list(_deals(g))
+    values = [sum(prob * _best_value(g.new_initial_state(), deal, s, opp) for deal, prob in deals) for s in seats(seat)]
+    return sum(values) / len(values)
+
+
+def _best_value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent, drawn: int = 0) -> float:
+    """Expectimax with the deal known: max over ``seat``'s actions, expectation over the opponent's."""
+    if state.is_terminal():
+        return state.returns()[seat]
+    if state.is_chance_node():
+        return _best_value(state.child(deal[drawn]), deal, seat, opponent, drawn + 1)
+    if state.current_player() == seat:
+        return max(_best_value(state.child(a), deal, seat, opponent, drawn) for a in state.legal_actions())
+    probs = opponent.action_probabilities(state)
+    if probs is None:
+        raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
+    return sum(p * _best_value(state.child(a), deal, seat, opponent, drawn) for a, p in probs.items() if p > 0)
 
 
 def _deals(game: pyspiel.Game) -> Iterator[tuple[Deal, float]]:

@@ -1,0 +1,357 @@
+"""WebShop as a text environment (``mage/WebShop-v0``, ``mage/WebShop-OOD-v0`` and their
+``-meta-v0`` ids, which replay one instruction in every episode of a meta-episode).
+
+Each episode is one instruction (see :mod:`~mage_envs.tasks.webshop.goals`), drawn from
+its instance number, in a store of thousands of products (generated, or WebShop's own
+files with ``catalog_path=``). The prompt holds the rules, the instruction, the current
+page, the last actions, the legal actions and the answer format
+``<action>click[buy now]</action>``.
+
+* **Actions**: ``search[query]`` on the search page, ``click[element]`` for an element of
+  the page (what is legal where: :mod:`~mage_envs.tasks.webshop.pages`; how answers are
+  read: :mod:`~mage_envs.tasks.webshop.actions`). ``info["legal_actions"]`` lists the
+  clicks as ``click[element]`` and, on the search page, the form ``search[<your query>]``.
+  Any other answer is an *invalid action*, handled by ``invalid_action`` (retry, forfeit
+  or fallback); a retried answer is not a step. A fallback on the search page searches
+  for the instruction itself.
+* **Reward**: WebShop's (:mod:`~mage_envs.tasks.webshop.reward`), paid at ``buy now``;
+  0 at every other step. A forfeit pays ``penalty`` plus ``forfeit_return`` (default 0,
+  what buying nothing is worth).
+* **End**: ``terminated`` at ``buy now`` (outcome ``"win"`` when the reward is 1, else
+  ``"loss"``) or at a forfeit (``"loss"``); ``truncated`` after ``max_steps`` actions
+  (default 15, as WebShop in verl-agent) without a purchase (``"loss"``, reward 0).
+  ``success`` is ``reward == 1``.
+* **info**: ``legal_actions``, ``invalid_action``, ``instance``, ``opponent=None``,
+  ``seat=0``, ``page`` (the page's kind); at the end ``outcome``, ``success``,
+  ``forfeit``, ``summary`` (one line for the meta-episode memory) and, after a purchase,
+  ``purchase`` (the product, the options and the reward's parts).
+* **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers and the random
+  fallback action come from a generator derived from it. ``reset(options={"instance": k})``
+  replays instruction ``k`` of the split exactly.
+
+The store is shared by every env of a process (:func:`~mage_envs.tasks.webshop.shop.open_shop`)
+and is not pickled: an unpickled env reopens it from the cache (or rebuilds it).
+
+Example:
+    >>> env = WebShopEnv(num_products=300)
+    >>> obs, info = env.reset(seed=0)
+    >>> info["legal_actions"], info["page"]
+    (['search[<your query>]'], 'search')
+    >>> for action in env.expert_actions():
+    ...     obs, reward, terminated, truncated, info = env.step(f"<action>{action}</action>")
+    >>> reward, terminated, info["success"], info["purchase"]["reward"]
+    (1.0, True, True, 1.0)
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from ...core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
+from ...core.invalid import judge_invalid
+from ...core.parsing import ParsedAction
+from .actions import normalize_element, normalize_query, read_answer
+from .catalog import DEFAULT_NUM_PRODUCTS, Product
+from .expert import expert_plan
+from .goals import SPLITS, Goal
+from .pages import Browse, clickables
+from .reward import RewardBreakdown, webshop_reward
+from .shop import Shop, open_shop
+from .text import (
+    INSTRUCTION_CHARS,
+    history_block,
+    legal_block,
+    observation_budget,
+    page_block,
+    plain,
+    purchase_line,
+    rules,
+)
+
+#: The search entry of ``info["legal_actions"]`` on the search page.
+SEARCH_FORM = "search[<your query>]"
+_END_LINES = {
+    "truncated": "Out of actions: nothing was bought (reward 0). The episode is over.",
+    "forfeit": "You forfeited this episode by not answering with a legal action.",
+}
+
+
+class WebShopEnv(gym.Env[str, str]):
+    """Single-agent WebShop with a text prompt and text answers.
+
+    Args:
+        split: ``"train"`` or ``"ood"``: whose instructions to draw (the OOD split names
+            only products of held-out kinds; see :mod:`~mage_envs.tasks.webshop.goals`).
+        max_steps: actions before the episode is truncated.
+        invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"``, a dict or an
+            :class:`~mage_envs.core.contract.InvalidActionPolicy`.
+        accept_bare: accept an answer that is exactly one action without tags.
+        history_length: actions of the current episode shown in the prompt (the last ones).
+        num_products: size of the generated catalog (when ``catalog_path`` is None).
+        catalog_path: WebShop's data files (a folder, or its products file) to use instead
+            of the generated catalog; see :func:`~mage_envs.tasks.webshop.loader.load_webshop_catalog`.
+        human_goals: with ``catalog_path``, draw WebShop's human instructions (else its
+            synthetic ones).
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        split: str = "train",
+        max_steps: int = 15,
+        invalid_action: str | InvalidActionPolicy | dict[str, Any] = "retry",
+        accept_bare: bool = True,
+        history_length: int = 5,
+        num_products: int = DEFAULT_NUM_PRODUCTS,
+        catalog_path: str | Path | None = None,
+        human_goals: bool = True,
+        render_mode: str | None = None,
+    ) -> None:
+        if split not in SPLITS:
+            raise ValueError(f"split must be 'train' or 'ood', got {split!r}")
+        for name, value in (("max_steps", max_steps), ("history_length", history_length)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        self.split = split
+        self.max_steps = int(max_steps)
+        self.history_length = int(history_length)
+        self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
+        self.accept_bare = accept_bare
+        self.render_mode = render_mode
+        if catalog_path is None:
+            self._store_key: tuple = (None, num_products, True)
+        else:
+            self._store_key = (str(Path(catalog_path).resolve()), DEFAULT_NUM_PRODUCTS, bool(human_goals))
+        self._shop = open_shop(*self._store_key)
+        if not self._shop.pools[split]:
+            raise ValueError(f"the catalog {self._shop.catalog.name!r} has no instructions for split {split!r}")
+        self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
+        self.action_space = ACTION_SPACE
+        self._rules = rules(self.max_steps)
+        self._rng = random.Random(0)
+        self._goal: Goal | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        del state["_shop"]  # shared and rebuilt from the cache, never copied
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._shop = open_shop(*self._store_key)
+
+    # ------------------------------------------------------------------ gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode. ``options``: ``instance`` (replay instruction ``k``);
+        ``opponent`` must be absent or None (a single-agent task)."""
+        super().reset(seed=seed)
+        if seed is not None or self._goal is None:
+            self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+        options = options or {}
+        if options.get("opponent") is not None:
+            raise ValueError(f"WebShop is a single-agent task: no opponent can be chosen, got {options['opponent']!r}")
+        instance = options.get("instance")
+        if instance is None:
+            instance = self._rng.getrandbits(63)
+        if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
+            raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
+        self._instance = int(instance)
+        self._goal = self._shop.goal(self.split, self._instance)
+        self._browse = Browse()
+        self._steps = 0
+        self._history: list[str] = []
+        self._retries_left = self.invalid_policy.max_retries
+        self._outcome: str | None = None
+        self._forfeited = False
+        self._score: RewardBreakdown | None = None
+        return self._compose(None), self._info(None)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._goal is None:
+            raise RuntimeError("call reset() before step()")
+        if self._outcome is not None:
+            raise RuntimeError("the episode is over; call reset() to start a new one")
+        parsed = read_answer(
+            action, self._browse.page == "search", self._clickables(), self._aliases(), self.accept_bare
+        )
+        if parsed.action is None:
+            return self._invalid(parsed)
+        return self._play(parsed.action, 0.0, None)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._compose(None) if self._goal is not None else ""
+        return None
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def shop(self) -> Shop:
+        """The store (catalog, search, instructions)."""
+        return self._shop
+
+    @property
+    def goal(self) -> Goal:
+        """The current instruction's goal (what the reward compares the purchase with)."""
+        if self._goal is None:
+            raise RuntimeError("call reset() first")
+        return self._goal
+
+    @property
+    def browse(self) -> Browse:
+        """The current page and what was chosen on it."""
+        return self._browse
+
+    @property
+    def steps(self) -> int:
+        """Actions taken in the current episode (retried answers are not actions)."""
+        return self._steps
+
+    def expert_actions(self) -> list[str]:
+        """Actions that buy the best product the expert finds, with the goal's options,
+        from the current page (``[]`` once the episode is over); see
+        :mod:`~mage_envs.tasks.webshop.expert`."""
+        if self._outcome is not None:
+            return []
+        return expert_plan(self._shop, self.goal, self._browse)
+
+    # ------------------------------------------------------------------ internals
+    def _open_product(self) -> Product | None:
+        return self._shop.product(self._browse.asin) if self._browse.asin else None
+
+    def _clickables(self) -> list[str]:
+        return clickables(self._browse, self._open_product())
+
+    def _aliases(self) -> dict[str, str]:
+        """On a results page, each shown product's title (as clickables spell names) -> its id."""
+        if self._browse.page != "results":
+            return {}
+        aliases: dict[str, str] = {}
+        for asin in self._browse.shown:
+            aliases.setdefault(normalize_element(self._shop.product(asin).title), asin.lower())
+        return aliases
+
+    def _legal(self) -> list[str]:
+        if self._outcome is not None:
+            return []
+        if self._browse.page == "search":
+            return [SEARCH_FORM]
+        return [f"click[{element}]" for element in self._clickables()]
+
+    def _play(self, action: str, reward: float, report: dict[str, Any] | None) -> tuple:
+        self._steps += 1
+        self._history.append(action)
+        argument = action[action.index("[") + 1 : -1]
+        if action.startswith("search["):
+            self._browse = self._browse.searched(argument, self._shop.search(argument))
+        else:
+            clicked = next((a for a in self._browse.shown if a.lower() == argument), None)
+            product = self._shop.product(clicked) if self._browse.page == "results" and clicked else self._open_product()
+            self._browse = self._browse.clicked(argument, product)
+        terminated = self._browse.page == "done"
+        truncated = not terminated and self._steps >= self.max_steps
+        if terminated:
+            self._score = webshop_reward(self._open_product(), self._goal, dict(self._browse.chosen))
+            reward += self._score.reward
+            self._outcome = "win" if self._score.reward == 1.0 else "loss"
+        elif truncated:
+            self._outcome = "loss"
+        return self._compose(None), reward, terminated, truncated, self._info(report)
+
+    def _invalid(self, parsed: ParsedAction) -> tuple:
+        policy = self.invalid_policy
+        decision = judge_invalid(policy, parsed, self._legal(), self._retries_left, self._rng)
+        self._retries_left = decision.retries_left
+        if decision.applied == "retry":
+            # the legal actions follow in the prompt: the note only says what was wrong
+            reason = decision.report["message"].split(" Legal actions:")[0]
+            notice = f"{reason} Retries left: {decision.retries_left}."
+            return self._compose(notice), policy.penalty, False, False, self._info(decision.report)
+        if decision.applied == "fallback":
+            substitute = decision.substitute
+            if substitute == SEARCH_FORM:
+                substitute = f"search[{normalize_query(self._goal.instruction)}]"
+            return self._play(substitute, policy.penalty, decision.report)
+        forfeit_return = 0.0 if policy.forfeit_return is None else policy.forfeit_return
+        self._outcome, self._forfeited = "loss", True
+        return self._compose(None), policy.penalty + forfeit_return, True, False, self._info(decision.report)
+
+    def _shown_products(self) -> list[Product]:
+        return [self._shop.product(asin) for asin in self._browse.shown] if self._browse.page == "results" else []
+
+    def _compose(self, notice: str | None) -> str:
+        if self._browse.page == "done":
+            page = purchase_line(self._open_product(), dict(self._browse.chosen), self._score)
+        else:
+            page = page_block(self._browse, self._open_product(), self._shown_products())
+        parts = [
+            self._rules,
+            "",
+            f"Instruction: {plain(self._goal.instruction, INSTRUCTION_CHARS)}",
+            "",
+            f"Actions used: {self._steps} of {self.max_steps}.",
+            page,
+            "",
+            history_block(self._history, self.history_length),
+            "",
+        ]
+        if self._outcome is None:
+            parts.append(legal_block(self._legal(), notice))
+        elif self._browse.page != "done":
+            parts.append(_END_LINES["forfeit" if self._forfeited else "truncated"])
+        return clip_text("\n".join(parts), self.observation_space.max_length)
+
+    def _summary(self) -> str:
+        """One line about the finished episode, for the meta-episode memory."""
+        if self._score is None:
+            return "Forfeited by invalid answers." if self._forfeited else f"Bought nothing in {self.max_steps} actions."
+        product, score = self._open_product(), self._score
+        options = ", ".join(value for _, value in self._browse.chosen) or "no options"
+        return (
+            f"Bought {clip_text(product.title, 60)} ({clip_text(options, 60)}) at {product.price_tag}: "
+            f"{score.attributes_matched}/{score.attributes_total} attributes, "
+            f"{score.options_matched}/{score.options_total} options, price {'ok' if score.price_ok else 'too high'}, "
+            f"type factor {score.r_type:g}."
+        )
+
+    def _info(self, report: dict[str, Any] | None) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "legal_actions": self._legal(),
+            "opponent": None,
+            "seat": 0,
+            "invalid_action": report,
+            "instance": self._instance,
+            "page": self._browse.page,
+        }
+        if self._outcome is not None:
+            info.update(
+                outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited, summary=self._summary()
+            )
+        if self._score is not None:
+            info["purchase"] = {
+                "asin": self._browse.asin,
+                "options": dict(self._browse.chosen),
+                "price": self._open_product().price,
+                **self._score.as_dict(),
+            }
+        return info
+
+
+def make_ood_env(**kwargs: Any) -> WebShopEnv:
+    """``WebShopEnv(split="ood", ...)``: the entry point of ``mage/WebShop-OOD-v0``.
+
+    Example:
+        >>> make_ood_env(num_products=300).split
+        'ood'
+    """
+    return WebShopEnv(split="ood", **kwargs)

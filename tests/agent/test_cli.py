@@ -1,0 +1,38 @@
+"""`mage train` and `mage eval --checkpoint` end to end with a tiny budget."""
+
+import json
+
+from mage_envs.cli import main
+
+
+def test_train_then_eval_checkpoint(tmp_path, capsys):
+    out = tmp_path / "run"
+    code = main(["train", "--iterations", "2", "--groups-per-iteration", "2", "--group-size", "2",
+                 "--eval-meta-episodes", "4", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
+                 "--checkpoint-every", "1"])
+    assert code == 0
+    for name in ("eval.json", "eval_untrained.json", "eval.png", "eval_untrained.png", "training.png",
+                 "metrics.jsonl", "config.json"):
+        assert (out / name).exists(), name
+    report = json.loads((out / "eval.json").read_text())
+    assert set(report["opponents"]) == {"conservative", "aggressive", "intermediate", "bluffer",
+                                        "calling-station", "maniac"}
+    entry = report["opponents"]["aggressive"]
+    assert len(entry["mean_return_by_episode"]) == 3 and entry["best_response_value"] is not None
+    assert abs(report["best_nonadaptive_value"] - 1 / 9) < 1e-9
+    printed = capsys.readouterr().out
+    assert "gap to best response" in printed and "adaptation gain" in printed
+
+    checkpoint = out / "checkpoints" / "iter-000002"
+    assert main(["eval", "--checkpoint", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 0
+    again = json.loads((out / "eval_policy.json").read_text())
+    assert again["opponents"]["maniac"]["meta_episodes"] == 3
+
+
+def test_train_rejects_bad_settings(capsys):
+    import pytest
+
+    with pytest.raises(SystemExit):
+        main(["train", "--scope", "batch", "--iterations", "0"])
+    with pytest.raises(SystemExit):
+        main(["train", "--no-such-flag", "1"])

@@ -56,6 +56,16 @@ def run_one(job: tuple[str, int, int, int, str]) -> dict:
     return {"variant": variant, "seed": seed, "report": report}
 
 
+def finished_runs(folder: Path) -> list[dict]:
+    """The runs under ``folder`` whose evaluation is written (``<variant>-s<seed>/eval.json``)."""
+    results = []
+    for path in sorted(folder.glob("*-s*/eval.json")):
+        variant, _, seed = path.parent.name.rpartition("-s")
+        if variant in VARIANTS:
+            results.append({"variant": variant, "seed": int(seed), "report": json.loads(path.read_text())})
+    return results
+
+
 def summarise(results: list[dict]) -> dict[str, dict[str, float]]:
     """Mean ± SE over seeds of the archetype-averaged first/final returns and the gain."""
     table: dict[str, dict[str, float]] = {}
@@ -123,10 +133,16 @@ def main() -> None:
     parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--output-dir", default="runs/learning")
+    parser.add_argument("--summarise-only", action="store_true",
+                        help="do not train: tabulate the runs already finished in --output-dir")
     args = parser.parse_args()
-    jobs = [(v, s, args.iterations, args.eval_meta_episodes, args.output_dir) for s in args.seeds for v in args.variants]
-    with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
-        results = pool.map(run_one, jobs, chunksize=1)
+    if args.summarise_only:
+        results = finished_runs(Path(args.output_dir))
+    else:
+        jobs = [(v, s, args.iterations, args.eval_meta_episodes, args.output_dir)
+                for s in args.seeds for v in args.variants]
+        with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
+            results = pool.map(run_one, jobs, chunksize=1)
     from mage_envs.oracle import best_nonadaptive_value, instance_optimal_value
 
     nonadaptive = best_nonadaptive_value("kuhn_poker", TRAINING_ARCHETYPES).value

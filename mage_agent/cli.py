@@ -66,14 +66,20 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
     return apply_overrides(config, overrides)
 
 
-def evaluate_policy(policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True) -> dict:
-    """Evaluate on the training and held-out archetypes; write ``path`` (JSON) and a PNG."""
+def evaluate_policy(
+    policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None
+) -> dict:
+    """Evaluate on the training and held-out archetypes; write ``path`` (JSON) and a PNG.
+
+    ``agent`` defaults to the policy itself (sampling as in training); the prompting
+    baselines pass theirs."""
     from mage_envs.oracle import best_nonadaptive_value
 
-    sampling = Sampling(config.rollout.temperature, config.rollout.top_p, config.rollout.top_k,
-                        config.rollout.max_new_tokens)
-    agent = PolicyAgent(policy, sampling, action_tokens=config.rollout.action_tokens,
-                        seed=config.run.eval_seed, name=name)
+    if agent is None:
+        sampling = Sampling(config.rollout.temperature, config.rollout.top_p, config.rollout.top_k,
+                            config.rollout.max_new_tokens)
+        agent = PolicyAgent(policy, sampling, action_tokens=config.rollout.action_tokens,
+                            seed=config.run.eval_seed, name=name)
     kwargs = env_kwargs(config)
     opponents = kwargs["opponent"]
     report = evaluate(agent, config.env.env_id, opponents=opponents, meta_episodes=config.run.eval_meta_episodes,
@@ -132,9 +138,12 @@ def train_main(argv: Sequence[str]) -> int:
 def eval_main(argv: Sequence[str]) -> int:
     """``mage eval --checkpoint DIR [--agent policy|react|reflexion]``."""
     parser = argparse.ArgumentParser(prog="mage eval", description="Evaluate a checkpoint or a model.")
-    parser.add_argument("--checkpoint", required=True, help="a checkpoint folder (…/checkpoints/iter-N) or a model")
+    parser.add_argument("--checkpoint", "--model", dest="checkpoint", required=True,
+                        help="a checkpoint folder (.../checkpoints/iter-N), a local model path or a hub id")
+    parser.add_argument("--env", default=None, help="environment id (default: the checkpoint's, else KuhnPoker-meta)")
     parser.add_argument("--agent", choices=["policy", "react", "reflexion"], default="policy")
     parser.add_argument("--meta-episodes", type=int, default=None)
+    parser.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per answer")
     parser.add_argument("--output", default=None, help="where eval.json goes (default: next to the checkpoint)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
@@ -145,28 +154,22 @@ def eval_main(argv: Sequence[str]) -> int:
         run_dir = folder.parent.parent
         policy = build_policy(config, run_dir, folder)
     else:
-        config = apply_overrides(TrainConfig(), {"name_or_path": str(folder), "action_tokens": False,
+        config = apply_overrides(TrainConfig(), {"name_or_path": args.checkpoint, "action_tokens": False,
                                                  "max_new_tokens": 128, "prompt_style": "full"})
-        policy = build_policy(config, folder)
-        run_dir = folder
+        run_dir = folder if folder.is_dir() else Path("runs") / "eval"
+        policy = build_policy(config, run_dir)
     if args.meta_episodes is not None:
         config = apply_overrides(config, {"eval_meta_episodes": args.meta_episodes})
+    if args.env is not None:
+        config = apply_overrides(config, {"env_id": args.env})
+    if args.max_new_tokens is not None:
+        config = apply_overrides(config, {"max_new_tokens": args.max_new_tokens})
     if args.agent != "policy":
         config = apply_overrides(config, {"action_tokens": False, "reflection": args.agent == "reflexion"})
     output = Path(args.output) if args.output else run_dir / f"eval_{args.agent}.json"
-    agent_name = {"policy": "policy", "react": "react", "reflexion": "reflexion"}[args.agent]
-    if args.agent == "policy":
-        evaluate_policy(policy, config, output, agent_name, progress=not args.quiet)
-    else:
+    agent = None
+    if args.agent != "policy":
         builder = react_agent if args.agent == "react" else reflexion_agent
-        _evaluate_agent(builder(policy, Sampling(max_new_tokens=config.rollout.max_new_tokens)), config, output)
+        agent = builder(policy, Sampling(max_new_tokens=config.rollout.max_new_tokens), seed=config.run.eval_seed)
+    evaluate_policy(policy, config, output, args.agent, progress=not args.quiet, agent=agent)
     return 0
-
-
-def _evaluate_agent(agent: PolicyAgent, config: TrainConfig, output: Path) -> None:
-    kwargs = env_kwargs(config)
-    report = evaluate(agent, config.env.env_id, opponents=kwargs.pop("opponent"),
-                      meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed, env_kwargs=kwargs,
-                      agent_name=agent.name)
-    report.save(output)
-    print(report.table())

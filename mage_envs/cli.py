@@ -157,7 +157,8 @@ def _agent_command(command: str, argv: Sequence[str]) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv[:1] == ["train"] or (argv[:1] == ["eval"] and any(a.startswith("--checkpoint") for a in argv)):
+    model_flags = ("--checkpoint", "--model")
+    if argv[:1] == ["train"] or (argv[:1] == ["eval"] and any(a.startswith(model_flags) for a in argv)):
         return _agent_command(argv[0], argv[1:])
     args = build_parser().parse_args(argv)
     if getattr(args, "agent", "unset") is None:

@@ -6,6 +6,8 @@ import random
 
 import gymnasium as gym
 import pyspiel
+
+from mage_envs.opponents.base import decision_states as walk_decision_states
 import pytest
 from gymnasium.utils.env_checker import check_env
 
@@ -35,23 +37,9 @@ def deal(p0: int, p1: int, *actions: int) -> pyspiel.State:
     return state
 
 
-def walk(state: pyspiel.State | None = None):
-    """Every non-chance, non-terminal state of the game tree (depth first)."""
-    stack = [state or GAME.new_initial_state()]
-    while stack:
-        state = stack.pop()
-        if state.is_terminal():
-            continue
-        if state.is_chance_node():
-            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
-            continue
-        yield state
-        stack.extend(state.child(a) for a in state.legal_actions())
-
-
 @functools.cache
 def decision_states() -> tuple[pyspiel.State, ...]:
-    return tuple(walk())
+    return tuple(walk_decision_states(GAME))
 
 
 def play_random(env, rng: random.Random, seed: int):

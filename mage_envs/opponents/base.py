@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from typing import Callable, Hashable, Mapping
+from typing import Callable, Hashable, Iterator, Mapping
 
 import pyspiel
 
@@ -84,6 +84,21 @@ def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dic
         (12, [(0, 0.5), (1, 0.5)])
     """
     table: dict[str, dict[int, float]] = {}
+    for state in decision_states(game):
+        key = state.information_state_string()
+        if key not in table:
+            table[key] = {int(a): float(p) for a, p in policy.action_probabilities(state).items()}
+    return table
+
+
+def decision_states(game: pyspiel.Game) -> Iterator[pyspiel.State]:
+    """Every non-terminal, non-chance history of ``game`` (depth first; small games only).
+
+    Example:
+        >>> import pyspiel
+        >>> sum(1 for _ in decision_states(pyspiel.load_game("kuhn_poker")))
+        24
+    """
     stack = [game.new_initial_state()]
     while stack:
         state = stack.pop()
@@ -92,11 +107,8 @@ def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dic
         if state.is_chance_node():
             stack.extend(state.child(a) for a, _ in state.chance_outcomes())
             continue
-        key = state.information_state_string()
-        if key not in table:
-            table[key] = {int(a): float(p) for a, p in policy.action_probabilities(state).items()}
+        yield state
         stack.extend(state.child(a) for a in state.legal_actions())
-    return table
 
 
 class PolicyOpponent(Opponent):

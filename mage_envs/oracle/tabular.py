@@ -18,29 +18,15 @@ Example:
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import pyspiel
 from open_spiel.python.algorithms.policy_aggregator import PolicyAggregator
 
-from ..opponents.base import Opponent
+from ..opponents.base import Opponent, decision_states
 
 #: ``{information state: [(action, probability), ...]}``, the form pyspiel's solvers take.
 PolicyTable = dict[str, list[tuple[int, float]]]
-
-
-def decision_states(game: pyspiel.Game) -> Iterator[pyspiel.State]:
-    """Every non-terminal, non-chance history of ``game`` (depth first; small games only)."""
-    stack = [game.new_initial_state()]
-    while stack:
-        state = stack.pop()
-        if state.is_terminal():
-            continue
-        if state.is_chance_node():
-            stack.extend(state.child(a) for a, _ in state.chance_outcomes())
-            continue
-        yield state
-        stack.extend(state.child(a) for a in state.legal_actions())
 
 
 def closed_form(opponent: Opponent, state: pyspiel.State) -> Mapping[int, float]:

@@ -36,3 +36,17 @@ def test_train_rejects_bad_settings(capsys):
         main(["train", "--scope", "batch", "--iterations", "0"])
     with pytest.raises(SystemExit):
         main(["train", "--no-such-flag", "1"])
+
+
+def test_prompting_baselines_run_on_any_model(tmp_path):
+    from mage_agent.tiny import TinyConfig, create_tiny
+
+    model = create_tiny(tmp_path / "model", TinyConfig(corpus_games=2))
+    for agent in ("react", "reflexion"):
+        out = tmp_path / f"{agent}.json"
+        assert main(["eval", "--model", str(model), "--agent", agent, "--meta-episodes", "1", "--max-new-tokens", "4",
+                     "--quiet", "--output", str(out)]) == 0
+        report = json.loads(out.read_text())
+        assert report["agent"] == agent
+        # a random tiny model rarely writes a legal action: the harness must say so
+        assert all(0.0 <= r["invalid_action_rate"] <= 1.0 for r in report["opponents"].values())

@@ -36,6 +36,7 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "Sokoban": ("mage_envs.tasks.sokoban:SokobanEnv", {"repeat_instance": True}),
     "WebShop": ("mage_envs.tasks.webshop:WebShopEnv", {"repeat_instance": True}),
     "WebShop-OOD": ("mage_envs.tasks.webshop:make_ood_env", {"repeat_instance": True}),
+    "Household": ("mage_envs.tasks.household:HouseholdEnv", {"repeat_instance": True}),
 }
 
 

@@ -1,0 +1,312 @@
+"""Household tasks as a text environment (``mage/Household-v0``; ``mage/Household-meta-v0``
+replays one game in every episode of a meta-episode).
+
+Each episode is one TextWorld game: generated and compiled from its instance number (see
+:mod:`~mage_envs.tasks.household.tasks` and :mod:`~mage_envs.tasks.household.builder`;
+cached on disk), or one of ALFWorld's games with ``alfworld_split=`` (see
+:mod:`~mage_envs.tasks.household.alfworld`). The prompt holds the rules, the task, the
+game's answer to the last command, the last commands, the legal commands and the answer
+format ``<action>open fridge 1</action>``.
+
+* **Actions**: the game's admissible commands (``info["legal_actions"]``, TextWorld's
+  ``admissible_commands``), matched case-insensitively; any other answer is an *invalid
+  action*, handled by ``invalid_action`` (retry, forfeit or fallback); a retried answer
+  is not a step.
+* **Reward**: 1 at the step that completes the task, 0 otherwise (ALFWorld's ``won``). A
+  forfeit pays ``penalty`` plus ``forfeit_return`` (default 0).
+* **End**: ``terminated`` when the task is done (outcome ``"win"``) or forfeited
+  (``"loss"``); ``truncated`` after ``max_steps`` actions (default 50, as ALFWorld in
+  verl-agent; ``"loss"``). ``success`` is ``outcome == "win"``.
+* **info**: ``legal_actions``, ``invalid_action``, ``instance``, ``opponent=None``,
+  ``seat=0``, ``task_type`` (ALFWorld's name), ``goal``; at the end ``outcome``,
+  ``success``, ``forfeit`` and ``summary`` (one line for the meta-episode memory).
+* **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers (drawn from
+  ``range(num_games)``, or from ALFWorld's games) and the random fallback action come from
+  a generator derived from it. ``reset(options={"instance": k})`` replays game ``k``.
+* **Expert**: :meth:`HouseholdEnv.expert_actions` is TextWorld's winning policy from the
+  current state (ALFWorld's ``PLANNER`` expert for ALFWorld games).
+
+The running game (a Jericho interpreter) is not pickled: an unpickled env reopens the game
+(building it first if its cache lacks it) and replays the episode's commands, so it
+continues identically.
+
+Example (needs ``textworld``; compiles one game the first time):
+    >>> env = HouseholdEnv()
+    >>> obs, info = env.reset(options={"instance": 3})
+    >>> info["goal"], env.expert_actions()
+    ('put a remotecontrol on sofa 1.', ['take remotecontrol 1 from shelf 1', 'put remotecontrol 1 on sofa 1'])
+    >>> for action in env.expert_actions():
+    ...     obs, reward, terminated, truncated, info = env.step(f"<action>{action}</action>")
+    >>> reward, terminated, info["success"]
+    (1.0, True, True)
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+from typing import Any, ClassVar
+
+import gymnasium as gym
+import numpy as np
+
+from ...core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
+from ...core.invalid import judge_invalid
+from ...core.parsing import ParsedAction, parse_action
+from .alfworld import AlfworldGame, alfworld_games, goal_from_intro, names_wrapper
+from .builder import game_file
+from .session import GameSession, Turn
+from .tasks import make_task
+from .text import feedback_block, history_block, legal_block, observation_budget, rules, task_block
+
+SUCCESS_REWARD = 1.0
+#: Instances that ``reset()`` draws from when none is given (generated games).
+DEFAULT_NUM_GAMES = 1000
+_END_LINES = {
+    "win": "Task complete. The episode is over.",
+    "loss": "Out of actions: the task was not completed. The episode is over.",
+    "forfeit": "You forfeited this episode by not answering with a legal action.",
+}
+
+
+def _require_textworld() -> None:
+    """Fail at construction, with the install command, when TextWorld is missing."""
+    try:
+        import textworld  # noqa: F401
+    except ImportError as error:
+        raise ImportError('mage/Household-v0 needs TextWorld: pip install "mage-rl[household]"') from error
+
+
+class HouseholdEnv(gym.Env[str, str]):
+    """Single-agent household tasks (ALFWorld-style TextWorld games) with text answers.
+
+    Args:
+        max_steps: actions before the episode is truncated.
+        invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"``, a dict or an
+            :class:`~mage_envs.core.contract.InvalidActionPolicy`.
+        accept_bare: accept an answer that is exactly one command without tags.
+        history_length: commands of the current episode shown in the prompt (the last ones).
+        num_games: generated games that ``reset()`` draws from (instances ``0..num_games-1``;
+            any instance >= 0 can be asked for with ``options["instance"]``).
+        cache_dir: where compiled games are kept (default
+            :func:`~mage_envs.tasks.household.builder.default_cache_dir`).
+        alfworld_split: play ALFWorld's games of this split (``"train"``, ``"valid_seen"``,
+            ``"valid_unseen"``) instead of generated ones; instance ``k`` is game
+            ``k % len(games)``.
+        alfworld_data: ALFWorld's data folder (default ``$ALFWORLD_DATA``).
+        render_mode: ``None`` or ``"ansi"``.
+    """
+
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+
+    def __init__(
+        self,
+        max_steps: int = 50,
+        invalid_action: str | InvalidActionPolicy | dict[str, Any] = "retry",
+        accept_bare: bool = True,
+        history_length: int = 8,
+        num_games: int = DEFAULT_NUM_GAMES,
+        cache_dir: str | Path | None = None,
+        alfworld_split: str | None = None,
+        alfworld_data: str | Path | None = None,
+        render_mode: str | None = None,
+    ) -> None:
+        for name, value in (("max_steps", max_steps), ("history_length", history_length), ("num_games", num_games)):
+            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
+        if render_mode not in (None, "ansi"):
+            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        _require_textworld()
+        self.max_steps = int(max_steps)
+        self.history_length = int(history_length)
+        self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
+        self.accept_bare = accept_bare
+        self.render_mode = render_mode
+        self.cache_dir = cache_dir
+        self.alfworld_split = alfworld_split
+        self._alfworld: tuple[AlfworldGame, ...] = ()
+        if alfworld_split is not None:
+            self._alfworld = alfworld_games(alfworld_split, alfworld_data)
+        self.num_games = len(self._alfworld) or int(num_games)
+        self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
+        self.action_space = ACTION_SPACE
+        self._rules = rules(self.max_steps, alfworld=bool(self._alfworld))
+        self._rng = random.Random(0)
+        self._session: GameSession | None = None
+        self._turn: Turn | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        state = self.__dict__.copy()
+        state["_session"] = None  # a running interpreter: reopened and replayed on unpickling
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        if self._turn is not None:
+            self._path = self._locate(self._instance)  # built again if this machine lacks it
+            self._open(self._path)
+            self._session.reset()
+            for command, _feedback in self._history:
+                self._session.step(command)
+
+    # ------------------------------------------------------------------ gym API
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode. ``options``: ``instance`` (replay game ``k``); ``opponent``
+        must be absent or None (a single-agent task)."""
+        super().reset(seed=seed)
+        if seed is not None or self._turn is None:
+            self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+        options = options or {}
+        if options.get("opponent") is not None:
+            raise ValueError(f"Household is a single-agent task: no opponent can be chosen, got {options['opponent']!r}")
+        instance = options.get("instance")
+        if instance is None:
+            instance = self._rng.randrange(self.num_games)
+        if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
+            raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
+        self._instance = int(instance)
+        self._path = self._locate(self._instance)
+        if self._alfworld:
+            self._task_type = self._alfworld[self._instance % len(self._alfworld)].task_type
+        else:
+            self._task_type = make_task(self._instance).task_type
+        self._open(self._path)
+        self._turn = self._session.reset()
+        self._goal = goal_from_intro(self._turn.feedback)
+        self._steps = 0
+        self._history: list[tuple[str, str]] = []
+        self._retries_left = self.invalid_policy.max_retries
+        self._outcome: str | None = None
+        self._forfeited = False
+        return self._compose(None), self._info(None)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self._turn is None:
+            raise RuntimeError("call reset() before step()")
+        if self._outcome is not None:
+            raise RuntimeError("the episode is over; call reset() to start a new one")
+        parsed = parse_action(action, self._turn.admissible, accept_bare=self.accept_bare)
+        if parsed.action is None:
+            return self._invalid(parsed)
+        return self._play(parsed.action, 0.0, None)
+
+    def render(self) -> str | None:
+        if self.render_mode == "ansi":
+            return self._compose(None) if self._turn is not None else ""
+        return None
+
+    def close(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    # ------------------------------------------------------------------ introspection
+    @property
+    def goal(self) -> str:
+        """The current task, e.g. ``"put a hot apple in cabinet 2."``."""
+        if self._turn is None:
+            raise RuntimeError("call reset() first")
+        return self._goal
+
+    @property
+    def steps(self) -> int:
+        """Actions taken in the current episode (retried answers are not actions)."""
+        return self._steps
+
+    @property
+    def game_path(self) -> Path:
+        """The game file being played."""
+        if self._turn is None:
+            raise RuntimeError("call reset() first")
+        return self._path
+
+    def expert_actions(self) -> list[str]:
+        """Commands that complete the task from the current state (``[]`` once the episode
+        is over): TextWorld's winning policy, kept up to date as the game goes."""
+        if self._turn is None:
+            raise RuntimeError("call reset() first")
+        if self._outcome is not None:
+            return []
+        return self._session.policy()
+
+    # ------------------------------------------------------------------ internals
+    def _locate(self, instance: int) -> Path:
+        """The game file of ``instance`` (an ALFWorld game, or a generated one, built if needed)."""
+        if self._alfworld:
+            return self._alfworld[instance % len(self._alfworld)].path
+        return game_file(instance, self.cache_dir)
+
+    def _open(self, path: Path) -> None:
+        if self._session is not None and self._session.path == Path(path):
+            return
+        self.close()
+        self._session = GameSession(path, [names_wrapper()] if self._alfworld else [])
+
+    def _play(self, command: str, reward: float, report: dict[str, Any] | None) -> tuple:
+        self._turn = self._session.step(command)
+        self._steps += 1
+        self._history.append((command, self._turn.feedback))
+        terminated = self._turn.won
+        truncated = not terminated and self._steps >= self.max_steps
+        if terminated:
+            reward += SUCCESS_REWARD
+            self._outcome = "win"
+        elif truncated:
+            self._outcome = "loss"
+        return self._compose(None), reward, terminated, truncated, self._info(report)
+
+    def _invalid(self, parsed: ParsedAction) -> tuple:
+        policy = self.invalid_policy
+        decision = judge_invalid(policy, parsed, self._turn.admissible, self._retries_left, self._rng)
+        self._retries_left = decision.retries_left
+        if decision.applied == "retry":
+            # the legal commands follow in the prompt: the note only says what was wrong
+            reason = decision.report["message"].split(" Legal actions:")[0]
+            notice = f"{reason} Retries left: {decision.retries_left}."
+            return self._compose(notice), policy.penalty, False, False, self._info(decision.report)
+        if decision.applied == "fallback":
+            return self._play(decision.substitute, policy.penalty, decision.report)
+        self._outcome, self._forfeited = "loss", True
+        forfeit_return = 0.0 if policy.forfeit_return is None else policy.forfeit_return
+        return self._compose(None), policy.penalty + forfeit_return, True, False, self._info(decision.report)
+
+    def _compose(self, notice: str | None) -> str:
+        last = self._history[-1][0] if self._history else None
+        parts = [
+            self._rules,
+            "",
+            task_block(self._goal, self._steps, self.max_steps),
+            "",
+            feedback_block(self._turn.feedback, last),
+            "",
+            history_block(self._history, self.history_length),
+            "",
+        ]
+        if self._outcome is None:
+            parts.append(legal_block(self._turn.admissible, notice))
+        else:
+            parts.append(_END_LINES["forfeit" if self._forfeited else self._outcome])
+        return clip_text("\n".join(parts), self.observation_space.max_length)
+
+    def _summary(self) -> str:
+        if self._outcome == "win":
+            return f"Task '{clip_text(self._goal, 100)}' done in {self._steps} actions."
+        how = "forfeited" if self._forfeited else f"not done after {self._steps} actions"
+        return f"Task '{clip_text(self._goal, 100)}' {how}."
+
+    def _info(self, report: dict[str, Any] | None) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "legal_actions": [] if self._outcome is not None else list(self._turn.admissible),
+            "opponent": None,
+            "seat": 0,
+            "invalid_action": report,
+            "instance": self._instance,
+            "task_type": self._task_type,
+            "goal": self._goal,
+        }
+        if self._outcome is not None:
+            info.update(outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited,
+                        summary=self._summary())
+        return info

@@ -39,30 +39,49 @@ ROOT = Path(__file__).resolve().parent.parent
 def run_one(job: tuple[str, int, int, int, str]) -> dict:
     """Train one (variant, seed) and evaluate it; returns the per-archetype results."""
     variant, seed, iterations, eval_meta_episodes, out = job
-    from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
     from mage_agent.trainer import Trainer
 
     overrides = {"iterations": iterations, "seed": seed, "output_dir": f"{out}/{variant}-s{seed}",
                  "eval_meta_episodes": eval_meta_episodes, "tensorboard": False, "checkpoint_every": 0,
                  "heldout": [], **VARIANTS[variant]}
-    config = apply_overrides(TrainConfig(), overrides)
-    trainer = Trainer(config, progress=False)
+    trainer = Trainer(apply_overrides(TrainConfig(), overrides), progress=False)
     trainer.train()
-    # evaluate on the full training population whatever the variant trained against
+    return {"variant": variant, "seed": seed, "report": evaluate_run(Path(overrides["output_dir"]))}
+
+
+def evaluate_run(run_dir: Path) -> dict:
+    """Evaluate a run's last checkpoint on the full training population (whatever the
+    variant trained against) and write ``run_dir/eval.json``."""
+    from mage_agent.cli import evaluate_policy
+    from mage_agent.config import TrainConfig, apply_overrides
+    from mage_agent.checkpoint import latest_checkpoint
+    from mage_agent.setup import build_policy
+
+    checkpoint = latest_checkpoint(run_dir / "checkpoints")
+    if checkpoint is None:
+        raise FileNotFoundError(f"{run_dir} has no checkpoint")
+    config = TrainConfig.from_dict(json.loads((checkpoint / "state.json").read_text())["config"])
     eval_config = apply_overrides(config, {"single_opponent": "", "population": {k: 1.0 for k in TRAINING_ARCHETYPES}})
-    report = evaluate_policy(trainer.policy, eval_config, Path(config.run.output_dir) / "eval.json", variant,
-                             progress=False)
-    return {"variant": variant, "seed": seed, "report": report}
+    policy = build_policy(config, run_dir, checkpoint)
+    return evaluate_policy(policy, eval_config, run_dir / "eval.json", run_dir.name.rpartition("-s")[0],
+                           progress=False)
 
 
-def finished_runs(folder: Path) -> list[dict]:
-    """The runs under ``folder`` whose evaluation is written (``<variant>-s<seed>/eval.json``)."""
+def finished_runs(folder: Path, iterations: int) -> list[dict]:
+    """The runs under ``folder`` (``<variant>-s<seed>``) that reached ``iterations``;
+    a finished run without ``eval.json`` is evaluated from its last checkpoint."""
+    from mage_agent.checkpoint import latest_checkpoint
+
     results = []
-    for path in sorted(folder.glob("*-s*/eval.json")):
-        variant, _, seed = path.parent.name.rpartition("-s")
-        if variant in VARIANTS:
-            results.append({"variant": variant, "seed": int(seed), "report": json.loads(path.read_text())})
+    for run_dir in sorted(p for p in folder.glob("*-s*") if p.is_dir()):
+        variant, _, seed = run_dir.name.rpartition("-s")
+        checkpoint = latest_checkpoint(run_dir / "checkpoints")
+        if variant not in VARIANTS or checkpoint is None or checkpoint.name != f"iter-{iterations:06d}":
+            continue
+        path = run_dir / "eval.json"
+        report = json.loads(path.read_text()) if path.exists() else evaluate_run(run_dir)
+        results.append({"variant": variant, "seed": int(seed), "report": report})
     return results
 
 
@@ -137,7 +156,7 @@ def main() -> None:
                         help="do not train: tabulate the runs already finished in --output-dir")
     args = parser.parse_args()
     if args.summarise_only:
-        results = finished_runs(Path(args.output_dir))
+        results = finished_runs(Path(args.output_dir), args.iterations)
     else:
         jobs = [(v, s, args.iterations, args.eval_meta_episodes, args.output_dir)
                 for s in args.seeds for v in args.variants]

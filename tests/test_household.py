@@ -11,9 +11,15 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from task_helpers import (
+    act,
+    check_registered_ids,
+    check_reset_option_errors,
+    play,
+    step_and_check_report,
+)
 
 import mage_envs  # noqa: F401  (registers mage/Household-v0 and mage/Household-meta-v0)
 from mage_envs.tasks.household.alfworld import alfred_names, alfworld_games, goal_from_intro
@@ -28,20 +34,6 @@ SHOWCASE = sorted({next(k for k in range(200) if make_task(k).task_type == t) fo
 needs_textworld = pytest.mark.skipif(
     __import__("importlib").util.find_spec("textworld") is None, reason="needs the household extra (textworld)"
 )
-
-
-def act(command: str) -> str:
-    return f"<action>{command}</action>"
-
-
-def play(env: gym.Env, answers: list[str]) -> list[tuple]:
-    """Step ``answers`` until the episode ends; every (obs, reward, terminated, truncated, info)."""
-    steps = []
-    for answer in answers:
-        steps.append(env.step(answer))
-        if steps[-1][2] or steps[-1][3]:
-            break
-    return steps
 
 
 def random_answer(rng: random.Random, legal: list[str]) -> str:
@@ -179,11 +171,7 @@ def test_expert_from_mid_episode_states() -> None:
 def test_check_env_on_the_registered_ids() -> None:
     from mage_envs.tasks.household import HouseholdEnv
 
-    env = gym.make("mage/Household-v0", render_mode="ansi")
-    assert isinstance(env.unwrapped, HouseholdEnv)
-    check_env(env.unwrapped, skip_render_check=False)
-    check_env(gym.make("mage/Household-meta-v0"), skip_render_check=True)
-    assert gym.spec("mage/Household-meta-v0").kwargs["repeat_instance"] is True
+    check_registered_ids("Household", HouseholdEnv)
 
 
 @needs_textworld
@@ -283,11 +271,7 @@ def test_constructor_errors(kwargs: dict, error: type) -> None:
 
 @needs_textworld
 def test_reset_option_errors() -> None:
-    env = gym.make("mage/Household-v0")
-    with pytest.raises(ValueError, match="single-agent"):
-        env.reset(options={"opponent": "random"})
-    with pytest.raises(ValueError, match="instance"):
-        env.reset(options={"instance": -3})
+    check_reset_option_errors(gym.make("mage/Household-v0"), bad_instance=-3)
 
 
 # ---------------------------------------------------------------------- invalid actions
@@ -340,21 +324,13 @@ LLM_TEXT = st.one_of(
 @given(answers=st.lists(LLM_TEXT, min_size=1, max_size=6), mode=st.sampled_from(["retry", "forfeit", "fallback"]))
 def test_any_text_never_crashes_and_is_reported(answers: list[str], mode: str) -> None:
     env = gym.make("mage/Household-meta-v0", num_episodes=2, invalid_action=mode)
-    obs, info = env.reset(options={"instance": 3})
+    _obs, info = env.reset(options={"instance": 3})
     inner = env.unwrapped  # the HouseholdEnv inside the meta wrapper
     for answer in answers:
-        before = (inner.steps, inner.expert_actions())
-        acting, legal = info["phase"] == "act", info["legal_actions"]
-        obs, _reward, terminated, truncated, info = env.step(answer)
-        assert env.observation_space.contains(obs)
-        report = info.get("invalid_action")
-        if acting and report:
-            assert report["policy"] == mode
-            assert report["applied"] == mode or (mode, report["applied"]) == ("retry", "forfeit")
-            if report["applied"] == "retry":
-                assert (inner.steps, inner.expert_actions()) == before
-            if mode == "fallback":
-                assert report["played"] in legal
+        acting = info["phase"] == "act"
+        _obs, _reward, terminated, truncated, info = step_and_check_report(
+            env, answer, mode, acting, lambda: (inner.steps, inner.expert_actions()), info["legal_actions"]
+        )
         if terminated or truncated:
             break
 

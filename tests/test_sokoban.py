@@ -8,9 +8,15 @@ from collections import deque
 
 import gymnasium as gym
 import pytest
-from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from task_helpers import (
+    act,
+    check_registered_ids,
+    check_reset_option_errors,
+    play,
+    step_and_check_report,
+)
 
 import mage_envs  # noqa: F401  (registers mage/Sokoban-v0 and mage/Sokoban-meta-v0)
 from mage_envs.tasks.sokoban import (
@@ -54,20 +60,6 @@ def bfs_optimum(level: Level) -> int | None:
                 seen.add(key)
                 queue.append((nxt, depth + 1))
     return None
-
-
-def act(direction: str) -> str:
-    return f"<action>{direction}</action>"
-
-
-def play(env: gym.Env, answers: list[str]) -> list[tuple]:
-    """Step ``answers`` until the episode ends; every (obs, reward, terminated, truncated, info)."""
-    steps = []
-    for answer in answers:
-        steps.append(env.step(answer))
-        if steps[-1][2] or steps[-1][3]:
-            break
-    return steps
 
 
 def random_answer(rng: random.Random) -> str:
@@ -262,11 +254,7 @@ def test_impossible_rooms_fail_loudly() -> None:
 # ---------------------------------------------------------------------- the env
 @pytest.mark.filterwarnings("ignore:.*different from the unwrapped version")
 def test_check_env_on_the_registered_ids() -> None:
-    env = gym.make("mage/Sokoban-v0", render_mode="ansi")
-    assert isinstance(env.unwrapped, SokobanEnv)
-    check_env(env.unwrapped, skip_render_check=False)
-    check_env(gym.make("mage/Sokoban-meta-v0"), skip_render_check=True)
-    assert gym.spec("mage/Sokoban-meta-v0").kwargs["repeat_instance"] is True
+    check_registered_ids("Sokoban", SokobanEnv)
 
 
 def test_prompt_contents() -> None:
@@ -415,11 +403,7 @@ def test_constructor_errors(kwargs: dict, error: type) -> None:
 
 
 def test_reset_option_errors() -> None:
-    env = SokobanEnv()
-    with pytest.raises(ValueError, match="single-agent"):
-        env.reset(options={"opponent": "random"})
-    with pytest.raises(ValueError, match="instance"):
-        env.reset(options={"instance": -3})
+    check_reset_option_errors(SokobanEnv(), bad_instance=-3)
 
 
 # ---------------------------------------------------------------------- invalid actions
@@ -479,21 +463,13 @@ LLM_TEXT = st.one_of(
 @given(answers=st.lists(LLM_TEXT, min_size=1, max_size=6), mode=st.sampled_from(["retry", "forfeit", "fallback"]))
 def test_any_text_never_crashes_and_is_reported(answers: list[str], mode: str) -> None:
     env = gym.make("mage/Sokoban-meta-v0", num_episodes=2, invalid_action=mode, width=6, height=6)
-    obs, info = env.reset(seed=0)
+    _obs, info = env.reset(seed=0)
     inner = env.unwrapped  # the SokobanEnv inside the meta wrapper
     for answer in answers:
-        before = (inner.level, inner.steps)
         acting = info["phase"] == "act"
-        obs, _reward, terminated, truncated, info = env.step(answer)
-        assert env.observation_space.contains(obs)
-        report = info.get("invalid_action")
-        if acting and report:
-            assert report["policy"] == mode
-            assert report["applied"] == mode or (mode, report["applied"]) == ("retry", "forfeit")
-            if report["applied"] == "retry":
-                assert (inner.level, inner.steps) == before
-            if mode == "fallback":
-                assert report["played"] in DIRECTIONS
+        _obs, _reward, terminated, truncated, info = step_and_check_report(
+            env, answer, mode, acting, lambda: (inner.level, inner.steps), DIRECTIONS
+        )
         if terminated or truncated:
             break
 

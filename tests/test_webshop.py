@@ -17,6 +17,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from task_helpers import act, check_reset_option_errors, play, step_and_check_report
 
 import mage_envs  # noqa: F401  (registers the mage/WebShop-* ids)
 from mage_envs.tasks.webshop import (
@@ -47,20 +48,6 @@ WEBSHOP_IDS = ["mage/WebShop-v0", "mage/WebShop-meta-v0", "mage/WebShop-OOD-v0",
 
 
 # ---------------------------------------------------------------------- helpers
-def act(action: str) -> str:
-    return f"<action>{action}</action>"
-
-
-def play(env: gym.Env, answers: list[str]) -> list[tuple]:
-    """Step ``answers`` until the episode ends; every (obs, reward, terminated, truncated, info)."""
-    steps = []
-    for answer in answers:
-        steps.append(env.step(answer))
-        if steps[-1][2] or steps[-1][3]:
-            break
-    return steps
-
-
 def random_answer(rng: random.Random, legal: list[str]) -> str:
     """Mostly a legal action (a search with a random query), sometimes garbage."""
     roll = rng.random()
@@ -404,11 +391,7 @@ def test_constructor_errors(kwargs: dict, error: type) -> None:
 
 
 def test_reset_option_errors() -> None:
-    env = WebShopEnv()
-    with pytest.raises(ValueError, match="single-agent"):
-        env.reset(options={"opponent": "random"})
-    with pytest.raises(ValueError, match="instance"):
-        env.reset(options={"instance": -1})
+    check_reset_option_errors(WebShopEnv(), bad_instance=-1)
 
 
 def test_truncation_after_max_steps_pays_nothing() -> None:
@@ -486,21 +469,15 @@ LLM_TEXT = st.one_of(
        warmup=st.integers(0, 3), meta=st.booleans())
 def test_any_text_never_crashes_and_is_reported(answers: list[str], mode: str, warmup: int, meta: bool) -> None:
     env = gym.make("mage/WebShop-meta-v0" if meta else "mage/WebShop-v0", invalid_action=mode)
-    obs, info = env.reset(seed=warmup)
+    _obs, info = env.reset(seed=warmup)
     inner = env.unwrapped
     for action in inner.expert_actions()[:warmup]:  # start on a results or item page
-        obs, _reward, _terminated, _truncated, info = env.step(act(action))
+        _obs, _reward, _terminated, _truncated, info = env.step(act(action))
     for answer in answers:
-        before = (inner.browse, inner.steps)
         acting = info.get("phase", "act") == "act"
-        obs, _reward, terminated, truncated, info = env.step(answer)
-        assert env.observation_space.contains(obs)
-        report = info.get("invalid_action")
-        if acting and report:
-            assert report["policy"] == mode
-            assert report["applied"] == mode or (mode, report["applied"]) == ("retry", "forfeit")
-            if report["applied"] == "retry":
-                assert (inner.browse, inner.steps) == before
+        _obs, _reward, terminated, truncated, info = step_and_check_report(
+            env, answer, mode, acting, lambda: (inner.browse, inner.steps)
+        )
         if terminated or truncated:
             break
 

@@ -43,16 +43,11 @@ Example (needs ``textworld``; compiles one game the first time):
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any, ClassVar
 
-import gymnasium as gym
-import numpy as np
-
-from ...core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
-from ...core.invalid import judge_invalid
-from ...core.parsing import ParsedAction, parse_action
+from ...core.contract import InvalidActionPolicy, clip_text, text_space
+from ..base import TextTaskEnv, check_settings
 from .alfworld import AlfworldGame, alfworld_games, goal_from_intro, names_wrapper
 from .builder import game_file
 from .session import GameSession, Turn
@@ -77,7 +72,7 @@ def _require_textworld() -> None:
         raise ImportError('mage/Household-v0 needs TextWorld: pip install "mage-rl[household]"') from error
 
 
-class HouseholdEnv(gym.Env[str, str]):
+class HouseholdEnv(TextTaskEnv):
     """Single-agent household tasks (ALFWorld-style TextWorld games) with text answers.
 
     Args:
@@ -97,7 +92,7 @@ class HouseholdEnv(gym.Env[str, str]):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    task_name: ClassVar[str] = "Household"
 
     def __init__(
         self,
@@ -111,17 +106,10 @@ class HouseholdEnv(gym.Env[str, str]):
         alfworld_data: str | Path | None = None,
         render_mode: str | None = None,
     ) -> None:
-        for name, value in (("max_steps", max_steps), ("history_length", history_length), ("num_games", num_games)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1),
+                       ("num_games", num_games, 1))
         _require_textworld()
-        self.max_steps = int(max_steps)
-        self.history_length = int(history_length)
-        self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
-        self.accept_bare = accept_bare
-        self.render_mode = render_mode
+        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode)
         self.cache_dir = cache_dir
         self.alfworld_split = alfworld_split
         self._alfworld: tuple[AlfworldGame, ...] = ()
@@ -129,9 +117,7 @@ class HouseholdEnv(gym.Env[str, str]):
             self._alfworld = alfworld_games(alfworld_split, alfworld_data)
         self.num_games = len(self._alfworld) or int(num_games)
         self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
-        self.action_space = ACTION_SPACE
         self._rules = rules(self.max_steps, alfworld=bool(self._alfworld))
-        self._rng = random.Random(0)
         self._session: GameSession | None = None
         self._turn: Turn | None = None
 
@@ -150,53 +136,6 @@ class HouseholdEnv(gym.Env[str, str]):
                 self._session.step(command)
 
     # ------------------------------------------------------------------ gym API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        """Start an episode. ``options``: ``instance`` (replay game ``k``); ``opponent``
-        must be absent or None (a single-agent task)."""
-        super().reset(seed=seed)
-        if seed is not None or self._turn is None:
-            self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
-        options = options or {}
-        if options.get("opponent") is not None:
-            raise ValueError(f"Household is a single-agent task: no opponent can be chosen, got {options['opponent']!r}")
-        instance = options.get("instance")
-        if instance is None:
-            instance = self._rng.randrange(self.num_games)
-        if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
-            raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
-        self._instance = int(instance)
-        self._path = self._locate(self._instance)
-        if self._alfworld:
-            self._task_type = self._alfworld[self._instance % len(self._alfworld)].task_type
-        else:
-            self._task_type = make_task(self._instance).task_type
-        self._open(self._path)
-        self._turn = self._session.reset()
-        self._goal = goal_from_intro(self._turn.feedback)
-        self._steps = 0
-        self._history: list[tuple[str, str]] = []
-        self._retries_left = self.invalid_policy.max_retries
-        self._outcome: str | None = None
-        self._forfeited = False
-        return self._compose(None), self._info(None)
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._turn is None:
-            raise RuntimeError("call reset() before step()")
-        if self._outcome is not None:
-            raise RuntimeError("the episode is over; call reset() to start a new one")
-        parsed = parse_action(action, self._turn.admissible, accept_bare=self.accept_bare)
-        if parsed.action is None:
-            return self._invalid(parsed)
-        return self._play(parsed.action, 0.0, None)
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self._compose(None) if self._turn is not None else ""
-        return None
-
     def close(self) -> None:
         if self._session is not None:
             self._session.close()
@@ -209,11 +148,6 @@ class HouseholdEnv(gym.Env[str, str]):
         if self._turn is None:
             raise RuntimeError("call reset() first")
         return self._goal
-
-    @property
-    def steps(self) -> int:
-        """Actions taken in the current episode (retried answers are not actions)."""
-        return self._steps
 
     @property
     def game_path(self) -> Path:
@@ -231,6 +165,35 @@ class HouseholdEnv(gym.Env[str, str]):
             return []
         return self._session.policy()
 
+    # ------------------------------------------------------------------ hooks
+    @property
+    def _started(self) -> bool:
+        return self._turn is not None
+
+    def _start(self, instance: int) -> None:
+        self._path = self._locate(instance)
+        if self._alfworld:
+            self._task_type = self._alfworld[instance % len(self._alfworld)].task_type
+        else:
+            self._task_type = make_task(instance).task_type
+        self._open(self._path)
+        self._turn = self._session.reset()
+        self._goal = goal_from_intro(self._turn.feedback)
+
+    def _draw_instance(self) -> int:
+        return self._rng.randrange(self.num_games)
+
+    def _legal_actions(self) -> list[str]:
+        return list(self._turn.admissible)
+
+    def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
+        self._turn = self._session.step(action)
+        self._history.append((action, self._turn.feedback))
+        return (reward + SUCCESS_REWARD, "win") if self._turn.won else (reward, None)
+
+    def _info_extras(self) -> dict[str, Any]:
+        return {"task_type": self._task_type, "goal": self._goal}
+
     # ------------------------------------------------------------------ internals
     def _locate(self, instance: int) -> Path:
         """The game file of ``instance`` (an ALFWorld game, or a generated one, built if needed)."""
@@ -243,34 +206,6 @@ class HouseholdEnv(gym.Env[str, str]):
             return
         self.close()
         self._session = GameSession(path, [names_wrapper()] if self._alfworld else [])
-
-    def _play(self, command: str, reward: float, report: dict[str, Any] | None) -> tuple:
-        self._turn = self._session.step(command)
-        self._steps += 1
-        self._history.append((command, self._turn.feedback))
-        terminated = self._turn.won
-        truncated = not terminated and self._steps >= self.max_steps
-        if terminated:
-            reward += SUCCESS_REWARD
-            self._outcome = "win"
-        elif truncated:
-            self._outcome = "loss"
-        return self._compose(None), reward, terminated, truncated, self._info(report)
-
-    def _invalid(self, parsed: ParsedAction) -> tuple:
-        policy = self.invalid_policy
-        decision = judge_invalid(policy, parsed, self._turn.admissible, self._retries_left, self._rng)
-        self._retries_left = decision.retries_left
-        if decision.applied == "retry":
-            # the legal commands follow in the prompt: the note only says what was wrong
-            reason = decision.report["message"].split(" Legal actions:")[0]
-            notice = f"{reason} Retries left: {decision.retries_left}."
-            return self._compose(notice), policy.penalty, False, False, self._info(decision.report)
-        if decision.applied == "fallback":
-            return self._play(decision.substitute, policy.penalty, decision.report)
-        self._outcome, self._forfeited = "loss", True
-        forfeit_return = 0.0 if policy.forfeit_return is None else policy.forfeit_return
-        return self._compose(None), policy.penalty + forfeit_return, True, False, self._info(decision.report)
 
     def _compose(self, notice: str | None) -> str:
         last = self._history[-1][0] if self._history else None
@@ -295,18 +230,3 @@ class HouseholdEnv(gym.Env[str, str]):
             return f"Task '{clip_text(self._goal, 100)}' done in {self._steps} actions."
         how = "forfeited" if self._forfeited else f"not done after {self._steps} actions"
         return f"Task '{clip_text(self._goal, 100)}' {how}."
-
-    def _info(self, report: dict[str, Any] | None) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "legal_actions": [] if self._outcome is not None else list(self._turn.admissible),
-            "opponent": None,
-            "seat": 0,
-            "invalid_action": report,
-            "instance": self._instance,
-            "task_type": self._task_type,
-            "goal": self._goal,
-        }
-        if self._outcome is not None:
-            info.update(outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited,
-                        summary=self._summary())
-        return info

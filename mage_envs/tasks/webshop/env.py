@@ -45,16 +45,12 @@ Example:
 
 from __future__ import annotations
 
-import random
 from pathlib import Path
 from typing import Any, ClassVar
 
-import gymnasium as gym
-import numpy as np
-
-from ...core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
-from ...core.invalid import judge_invalid
+from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.parsing import ParsedAction
+from ..base import TextTaskEnv, check_settings
 from .actions import normalize_element, normalize_query, read_answer
 from .catalog import DEFAULT_NUM_PRODUCTS, Product
 from .expert import expert_plan
@@ -81,7 +77,7 @@ _END_LINES = {
 }
 
 
-class WebShopEnv(gym.Env[str, str]):
+class WebShopEnv(TextTaskEnv):
     """Single-agent WebShop with a text prompt and text answers.
 
     Args:
@@ -100,7 +96,7 @@ class WebShopEnv(gym.Env[str, str]):
         render_mode: ``None`` or ``"ansi"``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    task_name: ClassVar[str] = "WebShop"
 
     def __init__(
         self,
@@ -116,17 +112,9 @@ class WebShopEnv(gym.Env[str, str]):
     ) -> None:
         if split not in SPLITS:
             raise ValueError(f"split must be 'train' or 'ood', got {split!r}")
-        for name, value in (("max_steps", max_steps), ("history_length", history_length)):
-            if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"{name} must be an integer >= 1, got {value!r}")
-        if render_mode not in (None, "ansi"):
-            raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
+        check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1))
         self.split = split
-        self.max_steps = int(max_steps)
-        self.history_length = int(history_length)
-        self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
-        self.accept_bare = accept_bare
-        self.render_mode = render_mode
+        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode)
         if catalog_path is None:
             self._store_key: tuple = (None, num_products, True)
         else:
@@ -135,9 +123,7 @@ class WebShopEnv(gym.Env[str, str]):
         if not self._shop.pools[split]:
             raise ValueError(f"the catalog {self._shop.catalog.name!r} has no instructions for split {split!r}")
         self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
-        self.action_space = ACTION_SPACE
         self._rules = rules(self.max_steps)
-        self._rng = random.Random(0)
         self._goal: Goal | None = None
 
     def __getstate__(self) -> dict[str, Any]:
@@ -148,51 +134,6 @@ class WebShopEnv(gym.Env[str, str]):
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._shop = open_shop(*self._store_key)
-
-    # ------------------------------------------------------------------ gym API
-    def reset(
-        self, *, seed: int | None = None, options: dict[str, Any] | None = None
-    ) -> tuple[str, dict[str, Any]]:
-        """Start an episode. ``options``: ``instance`` (replay instruction ``k``);
-        ``opponent`` must be absent or None (a single-agent task)."""
-        super().reset(seed=seed)
-        if seed is not None or self._goal is None:
-            self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
-        options = options or {}
-        if options.get("opponent") is not None:
-            raise ValueError(f"WebShop is a single-agent task: no opponent can be chosen, got {options['opponent']!r}")
-        instance = options.get("instance")
-        if instance is None:
-            instance = self._rng.getrandbits(63)
-        if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
-            raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
-        self._instance = int(instance)
-        self._goal = self._shop.goal(self.split, self._instance)
-        self._browse = Browse()
-        self._steps = 0
-        self._history: list[str] = []
-        self._retries_left = self.invalid_policy.max_retries
-        self._outcome: str | None = None
-        self._forfeited = False
-        self._score: RewardBreakdown | None = None
-        return self._compose(None), self._info(None)
-
-    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._goal is None:
-            raise RuntimeError("call reset() before step()")
-        if self._outcome is not None:
-            raise RuntimeError("the episode is over; call reset() to start a new one")
-        parsed = read_answer(
-            action, self._browse.page == "search", self._clickables(), self._aliases(), self.accept_bare
-        )
-        if parsed.action is None:
-            return self._invalid(parsed)
-        return self._play(parsed.action, 0.0, None)
-
-    def render(self) -> str | None:
-        if self.render_mode == "ansi":
-            return self._compose(None) if self._goal is not None else ""
-        return None
 
     # ------------------------------------------------------------------ introspection
     @property
@@ -212,11 +153,6 @@ class WebShopEnv(gym.Env[str, str]):
         """The current page and what was chosen on it."""
         return self._browse
 
-    @property
-    def steps(self) -> int:
-        """Actions taken in the current episode (retried answers are not actions)."""
-        return self._steps
-
     def expert_actions(self) -> list[str]:
         """Actions that buy the best product the expert finds, with the goal's options,
         from the current page (``[]`` once the episode is over); see
@@ -224,6 +160,49 @@ class WebShopEnv(gym.Env[str, str]):
         if self._outcome is not None:
             return []
         return expert_plan(self._shop, self.goal, self._browse)
+
+    # ------------------------------------------------------------------ hooks
+    @property
+    def _started(self) -> bool:
+        return self._goal is not None
+
+    def _start(self, instance: int) -> None:
+        self._goal = self._shop.goal(self.split, instance)
+        self._browse = Browse()
+        self._score: RewardBreakdown | None = None
+
+    def _legal_actions(self) -> list[str]:
+        if self._browse.page == "search":
+            return [SEARCH_FORM]
+        return [f"click[{element}]" for element in self._clickables()]
+
+    def _read(self, answer: str) -> ParsedAction:
+        return read_answer(
+            answer, self._browse.page == "search", self._clickables(), self._aliases(), self.accept_bare
+        )
+
+    def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
+        self._history.append(action)
+        argument = action[action.index("[") + 1 : -1]
+        if action.startswith("search["):
+            self._browse = self._browse.searched(argument, self._shop.search(argument))
+        else:
+            clicked = next((a for a in self._browse.shown if a.lower() == argument), None)
+            product = self._shop.product(clicked) if self._browse.page == "results" and clicked else self._open_product()
+            self._browse = self._browse.clicked(argument, product)
+        if self._browse.page != "done":
+            return reward, None
+        self._score = webshop_reward(self._open_product(), self._goal, dict(self._browse.chosen))
+        return reward + self._score.reward, "win" if self._score.reward == 1.0 else "loss"
+
+    def _fallback_action(self, legal_action: str) -> str:
+        """On the search page, a search for the instruction itself."""
+        if legal_action == SEARCH_FORM:
+            return f"search[{normalize_query(self._goal.instruction)}]"
+        return legal_action
+
+    def _info_extras(self) -> dict[str, Any]:
+        return {"page": self._browse.page}
 
     # ------------------------------------------------------------------ internals
     def _open_product(self) -> Product | None:
@@ -240,51 +219,6 @@ class WebShopEnv(gym.Env[str, str]):
         for asin in self._browse.shown:
             aliases.setdefault(normalize_element(self._shop.product(asin).title), asin.lower())
         return aliases
-
-    def _legal(self) -> list[str]:
-        if self._outcome is not None:
-            return []
-        if self._browse.page == "search":
-            return [SEARCH_FORM]
-        return [f"click[{element}]" for element in self._clickables()]
-
-    def _play(self, action: str, reward: float, report: dict[str, Any] | None) -> tuple:
-        self._steps += 1
-        self._history.append(action)
-        argument = action[action.index("[") + 1 : -1]
-        if action.startswith("search["):
-            self._browse = self._browse.searched(argument, self._shop.search(argument))
-        else:
-            clicked = next((a for a in self._browse.shown if a.lower() == argument), None)
-            product = self._shop.product(clicked) if self._browse.page == "results" and clicked else self._open_product()
-            self._browse = self._browse.clicked(argument, product)
-        terminated = self._browse.page == "done"
-        truncated = not terminated and self._steps >= self.max_steps
-        if terminated:
-            self._score = webshop_reward(self._open_product(), self._goal, dict(self._browse.chosen))
-            reward += self._score.reward
-            self._outcome = "win" if self._score.reward == 1.0 else "loss"
-        elif truncated:
-            self._outcome = "loss"
-        return self._compose(None), reward, terminated, truncated, self._info(report)
-
-    def _invalid(self, parsed: ParsedAction) -> tuple:
-        policy = self.invalid_policy
-        decision = judge_invalid(policy, parsed, self._legal(), self._retries_left, self._rng)
-        self._retries_left = decision.retries_left
-        if decision.applied == "retry":
-            # the legal actions follow in the prompt: the note only says what was wrong
-            reason = decision.report["message"].split(" Legal actions:")[0]
-            notice = f"{reason} Retries left: {decision.retries_left}."
-            return self._compose(notice), policy.penalty, False, False, self._info(decision.report)
-        if decision.applied == "fallback":
-            substitute = decision.substitute
-            if substitute == SEARCH_FORM:
-                substitute = f"search[{normalize_query(self._goal.instruction)}]"
-            return self._play(substitute, policy.penalty, decision.report)
-        forfeit_return = 0.0 if policy.forfeit_return is None else policy.forfeit_return
-        self._outcome, self._forfeited = "loss", True
-        return self._compose(None), policy.penalty + forfeit_return, True, False, self._info(decision.report)
 
     def _shown_products(self) -> list[Product]:
         return [self._shop.product(asin) for asin in self._browse.shown] if self._browse.page == "results" else []
@@ -306,7 +240,7 @@ class WebShopEnv(gym.Env[str, str]):
             "",
         ]
         if self._outcome is None:
-            parts.append(legal_block(self._legal(), notice))
+            parts.append(legal_block(self._legal_actions(), notice))
         elif self._browse.page != "done":
             parts.append(_END_LINES["forfeit" if self._forfeited else "truncated"])
         return clip_text("\n".join(parts), self.observation_space.max_length)
@@ -325,18 +259,7 @@ class WebShopEnv(gym.Env[str, str]):
         )
 
     def _info(self, report: dict[str, Any] | None) -> dict[str, Any]:
-        info: dict[str, Any] = {
-            "legal_actions": self._legal(),
-            "opponent": None,
-            "seat": 0,
-            "invalid_action": report,
-            "instance": self._instance,
-            "page": self._browse.page,
-        }
-        if self._outcome is not None:
-            info.update(
-                outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited, summary=self._summary()
-            )
+        info = super()._info(report)
         if self._score is not None:
             info["purchase"] = {
                 "asin": self._browse.asin,

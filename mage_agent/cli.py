@@ -25,7 +25,7 @@ from .agents import PolicyAgent, react_agent, reflexion_agent
 from .config import TrainConfig, apply_overrides, field_index, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy, Sampling
-from .setup import build_policy, env_kwargs, population_of
+from .setup import build_policy, env_kwargs, game_of, population_of
 
 
 def _flag(name: str) -> str:
@@ -81,7 +81,7 @@ def evaluate_policy(
         agent = PolicyAgent(policy, sampling, action_tokens=config.rollout.action_tokens,
                             seed=config.run.eval_seed, name=name)
     kwargs = env_kwargs(config)
-    opponents = kwargs["opponent"]
+    opponents = kwargs.get("opponent")
     report = evaluate(agent, config.env.env_id, opponents=opponents, meta_episodes=config.run.eval_meta_episodes,
                       seed=config.run.eval_seed, env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"},
                       progress=progress, agent_name=name)
@@ -89,18 +89,20 @@ def evaluate_policy(
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
                           for k, v in data["env_kwargs"].items()}
-    seat = kwargs["seat"]
     population = population_of(config)
-    import gymnasium as gym
-
-    game_string = gym.make(game).unwrapped.game_string
-    nonadaptive = best_nonadaptive_value(game_string, population, seat).value * config.env.reward_scale
     data["training_population"] = population
+    nonadaptive = None
+    if population and all(o.get("best_response_exact") for o in data["opponents"].values()):
+        game_string = game_of(game)
+        nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))
     plot_evaluation(data, path.with_suffix(".png"))
     print(report.table())
+    if nonadaptive is None:
+        print(f"saved {path} and {path.with_suffix('.png')}")
+        return data
     print(f"best non-adaptive value against the training population: {nonadaptive:+.3f}")
     for opponent, result in data["opponents"].items():
         first, final = result["mean_return_by_episode"][0], result["mean_return_by_episode"][-1]

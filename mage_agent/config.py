@@ -58,6 +58,8 @@ class EnvConfig:
     heldout: list[str] = field(default_factory=lambda: ["bluffer", "calling-station", "maniac"])
     invalid_penalty: float = -1.0
     reward_scale: float = 1.0
+    #: further ``gym.make`` arguments of the environment, e.g. ``{"max_steps": 30}`` for a task
+    env_options: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass

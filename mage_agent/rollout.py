@@ -35,12 +35,16 @@ import mage_envs  # noqa: F401  (registers the environments)
 from .policy import Policy, Sampling
 
 
+#: The archetype label of every turn in a single-agent task (one normalisation scope).
+TASK = "task"
+
+
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its reset seed and its opponent archetype."""
+    """One group: its reset seed and its opponent archetype (``None`` for a task)."""
 
     seed: int
-    opponent: str
+    opponent: str | None
 
 
 @dataclass
@@ -107,12 +111,13 @@ class RolloutRunner:
         batch = RolloutBatch(
             episode_returns=[[] for _ in range(count)],
             episode_successes=[[] for _ in range(count)],
-            opponents=[groups[i // group_size].opponent for i in range(count)],
+            opponents=[groups[i // group_size].opponent or TASK for i in range(count)],
         )
         observations, infos = [], []
         for i, env in enumerate(self.envs):
             spec = groups[i // group_size]
-            obs, info = env.reset(seed=spec.seed, options={"opponent": spec.opponent})
+            options = {} if spec.opponent is None else {"opponent": spec.opponent}
+            obs, info = env.reset(seed=spec.seed, options=options)
             observations.append(obs)
             infos.append(info)
         active = list(range(count))

@@ -15,7 +15,11 @@ from typing import Any
 
 import torch
 
+import gymnasium as gym
+
 from mage_envs import InvalidActionPolicy
+from mage_envs.opponents.registry import archetype, list_opponents
+from mage_envs.registration import load_entry_point
 
 from .config import TrainConfig
 from .policy import LoraSettings, Policy
@@ -70,25 +74,54 @@ def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = No
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)
 
 
+def game_of(env_id: str) -> str | None:
+    """The OpenSpiel game behind a registered id, or ``None`` for a single-agent task.
+
+    Example:
+        >>> game_of("mage/KuhnPoker-meta-v0"), game_of("mage/Sokoban-meta-v0")
+        ('kuhn_poker', None)
+    """
+    spec = gym.spec(env_id)
+    entry = spec.kwargs.get("base", spec.entry_point)
+    env_class = load_entry_point(entry) if isinstance(entry, str) else entry
+    return getattr(env_class, "game_string", None)
+
+
 def population_of(config: TrainConfig) -> dict[str, float]:
-    """Training archetypes and weights (one archetype under the single-opponent ablation)."""
-    if config.env.single_opponent:
-        return {config.env.single_opponent: 1.0}
-    return dict(config.env.population)
+    """Training archetypes and weights (one archetype under the single-opponent ablation);
+    empty for a single-agent task. Held-out archetypes of ``mage_envs`` are refused."""
+    game = game_of(config.env.env_id)
+    if game is None:
+        return {}
+    population = {config.env.single_opponent: 1.0} if config.env.single_opponent else dict(config.env.population)
+    for name in population:
+        if archetype(game, name).split == "heldout":
+            raise ValueError(
+                f"{name!r} is a held-out archetype of {game}: it is for evaluation only "
+                f"(training archetypes: {', '.join(list_opponents(game, 'train'))})"
+            )
+    return population
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:
-    """``gym.make`` arguments of the meta-environment for this run."""
+    """``gym.make`` arguments of the meta-environment for this run (game options only for
+    games: the population plus held-out archetypes, the seat, the prompt style)."""
     env = config.env
-    return {
+    kwargs: dict[str, Any] = {
         "num_episodes": env.num_episodes,
         "reward_mode": env.reward_mode,
         "reflection": env.reflection,
         "include_summaries": env.memory,
         "repeat_instance": env.repeat_instance,
-        "prompt_style": env.prompt_style,
-        "seat": env.seat if env.seat == "random" else int(env.seat),
-        "reward_scale": env.reward_scale,
-        "opponent": list(population_of(config)) + [o for o in env.heldout if o not in population_of(config)],
         "invalid_action": InvalidActionPolicy("retry", max_retries=2, penalty=env.invalid_penalty),
+        **env.env_options,
     }
+    population = population_of(config)
+    if population:
+        kwargs.update(
+            prompt_style=env.prompt_style,
+            seat=env.seat if env.seat == "random" else int(env.seat),
+            reward_scale=env.reward_scale,
+            opponent=list(population) + [o for o in env.heldout if o not in population],
+        )
+    return kwargs

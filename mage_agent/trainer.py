@@ -51,6 +51,7 @@ class Trainer:
         torch.manual_seed(config.run.seed)
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
+        self.population = population_of(config)  # first: a bad population fails before any work
         checkpoint = latest_checkpoint(self.output / "checkpoints") if resume else None
         self.policy: Policy = build_policy(config, self.output, checkpoint)
         self.sampling = Sampling(
@@ -62,7 +63,6 @@ class Trainer:
             self.policy.trainable_parameters(), lr=algo.learning_rate, weight_decay=algo.weight_decay
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
-        self.population = population_of(config)
         self.runner = RolloutRunner(
             config.env.env_id, env_kwargs(config),
             num_envs=config.rollout.groups_per_iteration * config.rollout.group_size,
@@ -102,11 +102,14 @@ class Trainer:
         """Stage 1: draw the groups of this iteration and play them."""
         rollout = self.config.rollout
         rng = np.random.default_rng([self.config.run.seed, iteration])
-        ids, weights = zip(*self.population.items())
-        probabilities = np.array(weights, dtype=float) / sum(weights)
-        opponents = rng.choice(len(ids), size=rollout.groups_per_iteration, p=probabilities)
         base = (self.config.run.seed * 100_003 + iteration) * rollout.groups_per_iteration
-        groups = [GroupSpec(seed=base + b, opponent=ids[o]) for b, o in enumerate(opponents)]
+        if self.population:
+            ids, weights = zip(*self.population.items())
+            probabilities = np.array(weights, dtype=float) / sum(weights)
+            drawn = [ids[o] for o in rng.choice(len(ids), size=rollout.groups_per_iteration, p=probabilities)]
+        else:  # a single-agent task: the group shares its instance only
+            drawn = [None] * rollout.groups_per_iteration
+        groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)]
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
                                    action_tokens=rollout.action_tokens, seed=base)
 

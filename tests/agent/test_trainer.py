@@ -91,3 +91,17 @@ def test_config_files_and_validation(tmp_path):
         apply_overrides(TrainConfig(), {"group_size": 1})
     with pytest.raises(ValueError, match="unknown setting"):
         apply_overrides(TrainConfig(), {"learning_rte": 1.0})
+
+
+def test_single_agent_tasks_train_without_a_population(tmp_path):
+    config = run_config(tmp_path, "sokoban", env_id="mage/Sokoban-meta-v0", iterations=1, checkpoint_every=0,
+                        num_episodes=2, env_options={"max_steps": 4})
+    trainer = Trainer(config, progress=False)
+    history = trainer.train()
+    assert history[-1]["iteration"] == 1 and "return_ep2" in history[-1]
+    assert "final_return/task" in history[-1]
+
+
+def test_held_out_archetypes_are_refused_for_training(tmp_path):
+    with pytest.raises(ValueError, match="held-out"):
+        Trainer(run_config(tmp_path, "bad", single_opponent="bluffer"), progress=False)

@@ -54,18 +54,20 @@ def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:
 
 
 def register_envs() -> None:
-    """Register ``mage/<Name>-v0`` and ``mage/<Name>-meta-v0`` for every game and task (idempotent)."""
-    for stem, (entry_point, meta_defaults) in {**GAMES, **TASKS}.items():
-        single, meta = f"mage/{stem}-v0", f"mage/{stem}-meta-v0"
+    """Register ``mage/<Name>-v0`` and ``mage/<Name>-meta-v0`` for every game and task, and
+    the numeric ``-tensor-`` ids of the games (idempotent)."""
+    _register_pairs({**GAMES, **TASKS}, "", "mage_envs.registration:make_meta_env")
+    _register_pairs(TENSOR_GAMES, "-tensor", "mage_envs.numeric.meta:make_tensor_meta_env")
+
+
+def _register_pairs(entries: dict[str, tuple[str, dict[str, Any]]], infix: str, meta_entry_point: str) -> None:
+    """``mage/<stem><infix>-v0`` for each entry point and ``...-meta-v0`` built by ``meta_entry_point``."""
+    for stem, (entry_point, meta_defaults) in entries.items():
+        single, meta = f"mage/{stem}{infix}-v0", f"mage/{stem}{infix}-meta-v0"
         if single not in gym.registry:
             gym.register(id=single, entry_point=entry_point, disable_env_checker=False)
         if meta not in gym.registry:
-            gym.register(
-                id=meta,
-                entry_point="mage_envs.registration:make_meta_env",
-                kwargs={"base": entry_point, **meta_defaults},
-            )
-    register_tensor_envs()
+            gym.register(id=meta, entry_point=meta_entry_point, kwargs={"base": entry_point, **meta_defaults})
 
 
 #: id stem -> (entry point of the numeric view, default meta options); see mage_envs.numeric.
@@ -75,16 +77,3 @@ TENSOR_GAMES: dict[str, tuple[str, dict[str, Any]]] = {
     "TicTacToe": ("mage_envs.numeric.games:TicTacToeTensorEnv", {"repeat_instance": True}),
 }
 
-
-def register_tensor_envs() -> None:
-    """Register ``mage/<Game>-tensor-v0`` and ``mage/<Game>-tensor-meta-v0`` (idempotent)."""
-    for stem, (entry_point, meta_defaults) in TENSOR_GAMES.items():
-        single, meta = f"mage/{stem}-tensor-v0", f"mage/{stem}-tensor-meta-v0"
-        if single not in gym.registry:
-            gym.register(id=single, entry_point=entry_point, disable_env_checker=False)
-        if meta not in gym.registry:
-            gym.register(
-                id=meta,
-                entry_point="mage_envs.numeric.meta:make_tensor_meta_env",
-                kwargs={"base": entry_point, **meta_defaults},
-            )

@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import gymnasium as gym
-import numpy as np
 
 import mage_envs  # noqa: F401  (registers the environments)
 
@@ -162,7 +161,3 @@ class RolloutRunner:
         for env in self.envs:
             env.close()
 
-
-def success_matrix(batch: RolloutBatch) -> np.ndarray:
-    """``(trajectories, episodes)`` array of successes (0/1)."""
-    return np.array(batch.episode_successes, dtype=float)

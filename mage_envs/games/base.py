@@ -34,21 +34,12 @@ FORFEIT_LINE = "You forfeited this game by not giving a legal action."
 class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     """A two-player OpenSpiel game against an opponent population, seen as text.
 
-    Args:
-        opponent: an archetype id, ``"train"``/``"heldout"``/``"all"``, a list or dict of
-            ids, a :class:`~mage_envs.opponents.Population` or an
-            :class:`~mage_envs.opponents.Opponent`; drawn at every ``reset``.
-        seat: the agent's seat, ``0`` (moves first), ``1`` or ``"random"`` (the parity of
-            the episode's instance number, so a replayed instance keeps its seat).
-        invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"`` or an
-            :class:`~mage_envs.core.contract.InvalidActionPolicy`.
-        reward_scale: multiplies every game payoff (MAGE used 5 for Kuhn chips, 10 for
-            Tic-Tac-Toe).
+    Args: ``opponent``, ``seat``, ``invalid_action``, ``reward_scale`` and ``render_mode``
+    as in :class:`~mage_envs.games.engine.OpenSpielGameEnv`, and:
         accept_bare: accept an answer that is exactly a legal action without tags.
         prompt_style: ``"full"`` (rules, view, moves, legal actions, answer format) or
             ``"compact"`` (no rules text; the legal actions, the moves, then the private
             view last — for small models and tight token budgets).
-        render_mode: ``None`` or ``"ansi"``.
 
     At the end of an episode ``info["summary"]`` is a one-line account (private view, moves,
     result) that :class:`~mage_envs.MetaEpisodeWrapper` keeps in its memory.

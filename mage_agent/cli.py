@@ -8,6 +8,7 @@ Examples::
     mage train                                   # the embedded default, on CPU
     mage train --output-dir runs/kuhn --iterations 600 --scope global
     mage train --output-dir runs/kuhn --resume   # continue a killed run
+    torchrun --nproc-per-node 4 --no-python mage train --device cuda   # 4 GPUs, data parallel
     mage eval --checkpoint runs/kuhn/checkpoints/iter-000300
 """
 
@@ -126,14 +127,18 @@ def train_main(argv: Sequence[str]) -> int:
         parser.error(str(error))
     output = Path(config.run.output_dir)
     trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
-    (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
-    if config.run.eval_meta_episodes and trainer.start_iteration == 0:
+    main = trainer.world.is_main  # under torchrun, rank 0 writes and evaluates
+    if main:
+        (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
+    if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
         evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet)
     trainer.train()
-    if (output / "metrics.jsonl").exists():
+    if main and (output / "metrics.jsonl").exists():
         plot_training(output / "metrics.jsonl", output / "training.png")
-    if config.run.eval_meta_episodes:
+    if main and config.run.eval_meta_episodes:
         evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet)
+    trainer.world.barrier()
+    trainer.world.close()
     return 0
 
 

@@ -36,6 +36,7 @@ class ModelConfig:
     lora_dropout: float = 0.05
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     device: str = "auto"  #: "auto" (cuda when available), "cpu", "cuda"...
+    dtype: str = "auto"  #: "auto" (bfloat16 on GPU, float32 on CPU), "float32", "bfloat16", "float16"
 
 
 @dataclass
@@ -131,6 +132,8 @@ class TrainConfig:
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.algo.schedule!r}")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
+        if self.model.dtype not in ("auto", "float32", "bfloat16", "float16"):
+            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, got {self.model.dtype!r}")
         if self.env.prompt_style not in ("compact", "full"):
             raise ValueError(f"prompt_style must be 'compact' or 'full', got {self.env.prompt_style!r}")
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):

@@ -35,6 +35,23 @@ def resolve_device(name: str) -> str:
     return name
 
 
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def resolve_dtype(name: str, device: str) -> torch.dtype:
+    """``"auto"`` -> bf16 on a GPU, fp32 on CPU; else the named dtype.
+
+    Example:
+        >>> resolve_dtype("auto", "cpu"), resolve_dtype("auto", "cuda:1"), resolve_dtype("bfloat16", "cpu")
+        (torch.float32, torch.bfloat16, torch.bfloat16)
+    """
+    if name == "auto":
+        return torch.bfloat16 if device.startswith("cuda") else torch.float32
+    if name not in DTYPES:
+        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {name!r}")
+    return DTYPES[name]
+
+
 def base_model_path(config: TrainConfig, output: Path) -> str:
     """The model to start from: the embedded tiny model is built once into the run folder."""
     if config.model.name_or_path != TINY:
@@ -45,12 +62,14 @@ def base_model_path(config: TrainConfig, output: Path) -> str:
     return str(path)
 
 
-def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = None) -> Policy:
-    """The policy at the start of training, or as saved in ``checkpoint`` (resume)."""
+def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = None,
+                 device: str | None = None) -> Policy:
+    """The policy at the start of training, or as saved in ``checkpoint`` (resume), on
+    ``device`` (default: the config's)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    device = resolve_device(config.model.device)
-    dtype = torch.bfloat16 if device.startswith("cuda") else torch.float32
+    device = device or resolve_device(config.model.device)
+    dtype = resolve_dtype(config.model.dtype, device)
     base = base_model_path(config, output)
     tokenizer = AutoTokenizer.from_pretrained(base)
     model_cfg = config.model

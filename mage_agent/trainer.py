@@ -6,6 +6,10 @@ generation, assigns per-turn returns with the step and cross-episode discounts, 
 into group-relative advantages normalised within each opponent archetype, and takes
 ``epochs`` passes of PPO-clip minibatch updates.
 
+Under ``torchrun`` each process plays an equal share of the groups and the statistics and
+gradients are pooled over processes (:mod:`mage_agent.distributed`); rank 0 writes the logs
+and checkpoints.
+
 Example (a two-iteration run of the embedded model):
     >>> import tempfile
     >>> from mage_agent.config import TrainConfig, apply_overrides
@@ -32,28 +36,41 @@ from tqdm.auto import tqdm
 from .advantage import TurnTable, discounted_returns, group_advantages
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
+from .distributed import World
 from .loss import ppo_loss
 from .policy import Policy, Sampling
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
-from .setup import build_policy, env_kwargs, population_of
+from .setup import base_model_path, build_policy, env_kwargs, population_of, resolve_device
+
+
+#: The per-step diagnostics averaged into each iteration's metrics.
+_LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
 
 
 class Trainer:
     """Runs :class:`~mage_agent.config.TrainConfig`; ``resume=True`` continues from the
     newest checkpoint in the output directory."""
 
-    def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True) -> None:
+    def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True,
+                 world: World | None = None) -> None:
         self.config = config
         self.output = Path(config.run.output_dir)
         self.output.mkdir(parents=True, exist_ok=True)
-        self.progress = progress
+        device = resolve_device(config.model.device)
+        self.world = world or World.from_environment(device)
+        self.shard = self.world.shard_bounds(config.rollout.groups_per_iteration)
+        self.progress = progress and self.world.is_main
         torch.set_num_threads(max(1, config.run.threads))
         torch.manual_seed(config.run.seed)
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
         self.population = population_of(config)  # first: a bad population fails before any work
         checkpoint = latest_checkpoint(self.output / "checkpoints") if resume else None
-        self.policy: Policy = build_policy(config, self.output, checkpoint)
+        if self.world.is_main:  # the embedded model is built once, by one process
+            base_model_path(config, self.output)
+        self.world.barrier()
+        self.policy: Policy = build_policy(config, self.output, checkpoint, device=self.world.device(device))
+        self.world.broadcast_parameters(self.policy.model)
         self.sampling = Sampling(
             temperature=config.rollout.temperature, top_p=config.rollout.top_p,
             top_k=config.rollout.top_k, max_new_tokens=config.rollout.max_new_tokens,
@@ -65,16 +82,16 @@ class Trainer:
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
         self.runner = RolloutRunner(
             config.env.env_id, env_kwargs(config),
-            num_envs=config.rollout.groups_per_iteration * config.rollout.group_size,
+            num_envs=(self.shard[1] - self.shard[0]) * config.rollout.group_size,
         )
         if checkpoint is not None:
             state = load_training_state(checkpoint, self.optimizer, self.scheduler)
             self.start_iteration = state.iteration
             self.history = state.extras["history"]
-            # a killed run may have logged iterations after its last checkpoint: drop them
-            lines = "".join(json.dumps(m) + "\n" for m in self.history)
-            (self.output / "metrics.jsonl").write_text(lines)
-        self._writer = self._tensorboard() if config.run.tensorboard else None
+            if self.world.is_main:  # a killed run may have logged iterations after its last checkpoint
+                lines = "".join(json.dumps(m) + "\n" for m in self.history)
+                (self.output / "metrics.jsonl").write_text(lines)
+        self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> list[dict[str, Any]]:
@@ -90,16 +107,17 @@ class Trainer:
             stats = self.update(turns, advantages, iteration)
             metrics = self.summarise(iteration, batch, stats, rollout_seconds, time.perf_counter() - started)
             self.log(metrics, bar)
-            if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0:
+            if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
                 self.save(iteration + 1)
-        if run.iterations > self.start_iteration and (not run.checkpoint_every or run.iterations % run.checkpoint_every):
+        final_save = not run.checkpoint_every or run.iterations % run.checkpoint_every
+        if run.iterations > self.start_iteration and final_save and self.world.is_main:
             self.save(run.iterations)
         if self._writer is not None:
             self._writer.close()
         return self.history
 
     def collect(self, iteration: int) -> RolloutBatch:
-        """Stage 1: draw the groups of this iteration and play them."""
+        """Stage 1: draw the groups of this iteration and play this process's share."""
         rollout = self.config.rollout
         rng = np.random.default_rng([self.config.run.seed, iteration])
         base = (self.config.run.seed * 100_003 + iteration) * rollout.groups_per_iteration
@@ -109,86 +127,125 @@ class Trainer:
             drawn = [ids[o] for o in rng.choice(len(ids), size=rollout.groups_per_iteration, p=probabilities)]
         else:  # a single-agent task: the group shares its instance only
             drawn = [None] * rollout.groups_per_iteration
-        groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)]
+        start, stop = self.shard
+        groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)][start:stop]
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
-                                   action_tokens=rollout.action_tokens, seed=base)
+                                   action_tokens=rollout.action_tokens, seed=base + start)
 
     def credit(self, batch: RolloutBatch) -> tuple[list[Turn], np.ndarray]:
-        """Stages 2-3: discounted per-turn returns, then group-relative advantages."""
+        """Stages 2-3: discounted per-turn returns, then group-relative advantages, with the
+        statistics taken over every process's turns."""
         algo = self.config.algo
         turns = batch.ordered_turns()
-        table = TurnTable(
-            traj=np.array([t.traj for t in turns]),
-            episode=np.array([t.episode for t in turns]),
-            reward=np.array([t.reward for t in turns]),
-            group=np.array([t.group for t in turns]),
-            archetype=np.array([t.opponent for t in turns], dtype=object),
-            phase=np.array([int(t.phase != "act") for t in turns]),
-            anchor=np.array([t.anchor for t in turns], dtype=object),
-        )
+        first_group = self.shard[0]
+        first_traj = first_group * self.config.rollout.group_size
+        columns = {
+            "traj": np.array([first_traj + t.traj for t in turns], dtype=int),
+            "episode": np.array([t.episode for t in turns], dtype=int),
+            "reward": np.array([t.reward for t in turns], dtype=float),
+            "group": np.array([first_group + t.group for t in turns], dtype=int),
+            "archetype": np.array([t.opponent for t in turns], dtype=object),
+            "phase": np.array([int(t.phase != "act") for t in turns], dtype=int),
+            "anchor": np.array([t.anchor for t in turns], dtype=object),
+        }
+        shards = self.world.gather(columns)
+        table = TurnTable(**{name: np.concatenate([shard[name] for shard in shards]) for name in columns})
         returns = discounted_returns(table, algo.gamma_step, algo.gamma_traj)
         advantages = group_advantages(table, returns, scope=algo.scope, estimator=algo.estimator,
                                       std=algo.std_normalize)
-        return turns, advantages
+        offset = sum(len(shard["traj"]) for shard in shards[: self.world.rank])
+        return turns, advantages[offset:offset + len(turns)]
 
     def update(self, turns: list[Turn], advantages: np.ndarray, iteration: int) -> dict[str, float]:
-        """Stage 4: ``epochs`` passes of PPO-clip over shuffled minibatches."""
-        algo = self.config.algo
+        """Stage 4: ``epochs`` passes of PPO-clip over shuffled minibatches.
+
+        With several processes each optimizer step takes one minibatch from every process
+        (``minibatch_size`` is split between them) and sums their gradients."""
+        algo, world = self.config.algo, self.world
         keep = [i for i, t in enumerate(turns) if not t.truncated and t.completion_ids]
-        if not keep:
+        if world.size == 1 and not keep:
             return {}
-        rng = np.random.default_rng([self.config.run.seed, iteration, 1])
-        reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 else None
+        rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
+        reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
+        size = math.ceil(algo.minibatch_size / world.size)
+        steps_per_epoch = world.maximum(math.ceil(len(keep) / size))
         for _ in range(algo.epochs):
-            for chosen in _length_buckets(lengths, algo.minibatch_size, rng):
+            buckets = _length_buckets(lengths, size, rng)
+            for chosen in buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets)):
                 batch = [turns[keep[i]] for i in chosen]
-                new, entropy, mask = self.policy.completion_logprobs(
-                    [t.prompt_ids for t in batch], [t.completion_ids for t in batch],
-                    temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in batch],
-                )
-                old = _pad([t.logprobs for t in batch], new.shape[1]).to(new.device)
-                ref = None if reference is None else reference[chosen][:, : new.shape[1]].to(new.device)
-                stats = ppo_loss(
-                    new, old, ref, entropy, torch.tensor(advantages[[keep[i] for i in chosen]], dtype=torch.float32,
-                                                         device=new.device),
-                    mask, clip=algo.clip, kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef,
-                )
+                # every process's tokens of this step: the loss's denominator
+                token_count = None if world.size == 1 else world.sum(sum(len(t.completion_ids) for t in batch))
                 self.optimizer.zero_grad(set_to_none=True)
-                stats.loss.backward()
+                if batch:
+                    stats = self._minibatch_loss(batch, advantages[[keep[i] for i in chosen]],
+                                                 None if reference is None else reference[chosen], token_count)
+                    for key in _LOSS_KEYS[:-1]:
+                        sums[key] += getattr(stats, key)
+                    steps += 1
+                world.sum_gradients(self.policy.trainable_parameters())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
                 self.optimizer.step()
-                for key in ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl"):
-                    sums[key] += getattr(stats, key)
-                sums["grad_norm"] += float(grad_norm)
-                steps += 1
+                if batch:
+                    sums["grad_norm"] += float(grad_norm)
         self.scheduler.step()
-        return {key: value / steps for key, value in sums.items()}
+        totals = world.gather((dict(sums), steps))
+        steps = sum(count for _, count in totals)
+        keys = sorted({key for part, _ in totals for key in part}, key=list(_LOSS_KEYS).index)
+        return {key: sum(part.get(key, 0.0) for part, _ in totals) / steps for key in keys}
+
+    def _minibatch_loss(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
+                        token_count: float | None):
+        """Forward and backward on one minibatch; the loss averages over ``token_count``
+        tokens (the step's tokens on every process) when given."""
+        algo = self.config.algo
+        new, entropy, mask = self.policy.completion_logprobs(
+            [t.prompt_ids for t in batch], [t.completion_ids for t in batch],
+            temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in batch],
+        )
+        old = _pad([t.logprobs for t in batch], new.shape[1]).to(new.device)
+        ref = None if reference is None else reference[:, : new.shape[1]].to(new.device)
+        stats = ppo_loss(
+            new, old, ref, entropy, torch.tensor(advantages, dtype=torch.float32, device=new.device), mask,
+            clip=algo.clip, kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count,
+        )
+        stats.loss.backward()
+        return stats
 
     # ------------------------------------------------------------------ bookkeeping
     def summarise(self, iteration: int, batch: RolloutBatch, stats: dict[str, float],
                   rollout_seconds: float, seconds: float) -> dict[str, Any]:
-        """Per-iteration metrics: returns and success by episode index and archetype, etc."""
-        returns = np.array(batch.episode_returns, dtype=float)
-        successes = np.array(batch.episode_successes, dtype=float)
+        """Per-iteration metrics over every process's meta-episodes: returns and success by
+        episode index and archetype, invalid-action rate, throughput, the loss diagnostics."""
         act_turns = [t for t in batch.turns if t.phase == "act"]
-        metrics: dict[str, Any] = {"iteration": iteration + 1, "lr": self.scheduler.get_last_lr()[0]}
+        shards = self.world.gather({
+            "returns": batch.episode_returns, "successes": batch.episode_successes, "opponents": batch.opponents,
+            "invalid": sum(t.invalid for t in act_turns), "act_turns": len(act_turns),
+            "tokens": batch.generated_tokens,
+        })
+        returns = np.array([row for shard in shards for row in shard["returns"]], dtype=float)
+        successes = np.array([row for shard in shards for row in shard["successes"]], dtype=float)
+        opponents = [o for shard in shards for o in shard["opponents"]]
+        metrics: dict[str, Any] = {"iteration": iteration + 1, "lr": self.scheduler.get_last_lr()[0],
+                                   "meta_episodes": len(returns)}
         for i in range(returns.shape[1]):
             metrics[f"return_ep{i + 1}"] = float(returns[:, i].mean())
             metrics[f"success_ep{i + 1}"] = float(successes[:, i].mean())
-        for opponent in sorted(set(batch.opponents)):
-            rows = [k for k, o in enumerate(batch.opponents) if o == opponent]
+        for opponent in sorted(set(opponents)):
+            rows = [k for k, o in enumerate(opponents) if o == opponent]
             metrics[f"final_return/{opponent}"] = float(returns[rows, -1].mean())
-        metrics["invalid_rate"] = sum(t.invalid for t in act_turns) / max(len(act_turns), 1)
-        metrics["tokens_per_second"] = batch.generated_tokens / max(rollout_seconds, 1e-9)
+        metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / max(sum(s["act_turns"] for s in shards), 1)
+        metrics["tokens_per_second"] = sum(s["tokens"] for s in shards) / max(rollout_seconds, 1e-9)
         metrics["seconds"] = seconds
         metrics.update(stats)
         return metrics
 
     def log(self, metrics: dict[str, Any], bar: tqdm) -> None:
         self.history.append(metrics)
+        if not self.world.is_main:
+            return
         with open(self.output / "metrics.jsonl", "a") as handle:
             handle.write(json.dumps(metrics) + "\n")
         if self._writer is not None:

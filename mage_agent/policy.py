@@ -29,6 +29,10 @@ from typing import Sequence
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
 
+#: Entries a tokenizer cache of :class:`Policy` holds before it starts afresh. Rollouts
+#: repeat prompts (a group's copies, the same states across iterations) and action names.
+CACHE_LIMIT = 20_000
+
 
 @dataclass(frozen=True)
 class Sampling:
@@ -89,6 +93,10 @@ class Policy:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
         self.device = torch.device(device)
+        # caches of the (fixed) tokenizer: prompt -> ids, word -> its single token id or None, ids -> text
+        self._prompt_ids: dict[str, tuple[int, ...]] = {}
+        self._word_ids: dict[str, int | None] = {}
+        self._texts: dict[tuple[int, ...], str] = {}
         if lora is not None:
             from peft import LoraConfig, get_peft_model
 
@@ -110,10 +118,12 @@ class Policy:
 
     @classmethod
     def from_pretrained(
-        cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True
+        cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True,
+        dtype: torch.dtype | None = None,
     ) -> Policy:
-        """Load a local path or hub id; bf16 on GPU, fp32 on CPU."""
-        dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+        """Load a local path or hub id; ``dtype`` defaults to bf16 on GPU, fp32 on CPU."""
+        if dtype is None:
+            dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
         return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)
@@ -121,21 +131,51 @@ class Policy:
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, prompt: str) -> list[int]:
         """Token ids of ``prompt``, through the chat template when the tokenizer has one."""
-        if getattr(self.tokenizer, "chat_template", None):
-            return list(self.tokenizer.apply_chat_template(
-                [{"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=True
-            ))
-        return self.tokenizer(prompt, add_special_tokens=False)["input_ids"]
+        return self.encode_prompts([prompt])[0]
+
+    def encode_prompts(self, prompts: Sequence[str]) -> list[list[int]]:
+        """:meth:`encode_prompt` of each prompt: new prompts are tokenised in one batch,
+        and remembered (up to :data:`CACHE_LIMIT`)."""
+        cache = self._prompt_ids
+        new = [p for p in dict.fromkeys(prompts) if p not in cache]
+        if new:
+            if len(cache) + len(new) > CACHE_LIMIT:
+                cache.clear()
+                new = list(dict.fromkeys(prompts))
+            texts = new
+            if getattr(self.tokenizer, "chat_template", None):  # rendered, then tokenised like any text
+                texts = [self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                                            add_generation_prompt=True, tokenize=False)
+                         for prompt in new]
+            encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
+            cache.update(zip(new, map(tuple, encoded)))
+        return [list(cache[p]) for p in prompts]
 
     def single_token_ids(self, words: Sequence[str]) -> list[int] | None:
         """The token id of each word if every word is exactly one token, else ``None``."""
+        cache = self._word_ids
         ids = []
         for word in words:
-            tokens = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-            if len(tokens) != 1:
+            if word not in cache:
+                if len(cache) >= CACHE_LIMIT:
+                    cache.clear()
+                tokens = self.tokenizer(word, add_special_tokens=False)["input_ids"]
+                cache[word] = tokens[0] if len(tokens) == 1 else None
+            token = cache[word]
+            if token is None:
                 return None
-            ids.append(tokens[0])
+            ids.append(token)
         return ids
+
+    def decode(self, ids: Sequence[int]) -> str:
+        """The text of ``ids`` without special tokens (remembered, up to :data:`CACHE_LIMIT`)."""
+        key = tuple(ids)
+        text = self._texts.get(key)
+        if text is None:
+            if len(self._texts) >= CACHE_LIMIT:
+                self._texts.clear()
+            text = self._texts[key] = self.tokenizer.decode(list(key), skip_special_tokens=True)
+        return text
 
     # ------------------------------------------------------------------ sampling
     @torch.no_grad()
@@ -151,7 +191,7 @@ class Policy:
             return []
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item()))
-        encoded = [self.encode_prompt(p) for p in prompts]
+        encoded = self.encode_prompts(prompts)
         input_ids, attention = self._left_pad(encoded)
         allowed_mask = self._allowed_mask(allowed_ids, len(prompts))
         self.model.eval()
@@ -161,19 +201,19 @@ class Policy:
         cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
         past, logits = out[cache_key], out.logits[:, -1, :]
         eos = self.tokenizer.eos_token_id
-        finished = torch.zeros(len(prompts), dtype=torch.bool, device=self.device)
+        finished = [False] * len(prompts)
         tokens: list[list[int]] = [[] for _ in prompts]
         logprobs: list[list[float]] = [[] for _ in prompts]
         for step in range(sampling.max_new_tokens):
             scores = self._scores(logits, sampling.temperature, allowed_mask)
             token = self._sample(scores, sampling, generator)
             token_logprob = torch.log_softmax(scores, -1).gather(-1, token[:, None])[:, 0]
-            for row in range(len(prompts)):
+            for row, (sampled, logprob) in enumerate(zip(token.tolist(), token_logprob.tolist())):
                 if not finished[row]:
-                    tokens[row].append(int(token[row]))
-                    logprobs[row].append(float(token_logprob[row]))
-            finished |= token == eos
-            if bool(finished.all()) or step == sampling.max_new_tokens - 1:
+                    tokens[row].append(sampled)
+                    logprobs[row].append(logprob)
+                    finished[row] = sampled == eos
+            if all(finished) or step == sampling.max_new_tokens - 1:
                 break
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
             positions = positions[:, -1:] + 1
@@ -183,7 +223,7 @@ class Policy:
         results = []
         for row in range(len(prompts)):
             ended = bool(tokens[row]) and tokens[row][-1] == eos
-            text = self.tokenizer.decode(tokens[row], skip_special_tokens=True)
+            text = self.decode(tokens[row])
             truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
             results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
                                       None if allowed_ids is None else allowed_ids[row]))
@@ -192,24 +232,22 @@ class Policy:
     def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(s) for s in sequences)
         pad = self.tokenizer.pad_token_id
-        ids = torch.full((len(sequences), width), pad, dtype=torch.long)
-        mask = torch.zeros((len(sequences), width), dtype=torch.long)
-        for row, seq in enumerate(sequences):
-            ids[row, width - len(seq):] = torch.tensor(seq, dtype=torch.long)
-            mask[row, width - len(seq):] = 1
+        ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], dtype=torch.long)
+        mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], dtype=torch.long)
         return ids.to(self.device), mask.to(self.device)
 
     def _allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int) -> torch.Tensor | None:
         if allowed_ids is None or all(a is None for a in allowed_ids):
             return None
         vocab = self.model.get_output_embeddings().weight.shape[0]
-        mask = torch.zeros((rows, vocab), dtype=torch.bool, device=self.device)
-        for row, ids in enumerate(allowed_ids):
-            if ids is None:
-                mask[row] = True
-            else:
-                mask[row, ids] = True
-        return mask
+        mask = torch.zeros((rows, vocab), dtype=torch.bool)
+        free = [row for row, ids in enumerate(allowed_ids) if ids is None]
+        if free:
+            mask[free] = True
+        rows_of = [row for row, ids in enumerate(allowed_ids) if ids is not None for _ in ids]
+        if rows_of:
+            mask[rows_of, [token for ids in allowed_ids if ids is not None for token in ids]] = True
+        return mask.to(self.device)
 
     @staticmethod
     def _scores(logits: torch.Tensor, temperature: float, allowed: torch.Tensor | None) -> torch.Tensor:
@@ -248,26 +286,23 @@ class Policy:
         policy scores them, without gradients.
         """
         rows = len(prompt_ids)
-        width = max(len(p) + len(c) for p, c in zip(prompt_ids, completion_ids))
+        sequences = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids)]
+        width = max(len(s) for s in sequences)
         comp_width = max(len(c) for c in completion_ids)
         pad = self.tokenizer.pad_token_id
-        ids = torch.full((rows, width), pad, dtype=torch.long)
-        attention = torch.zeros((rows, width), dtype=torch.long)
-        gather_pos = torch.zeros((rows, comp_width), dtype=torch.long)
-        targets = torch.full((rows, comp_width), pad, dtype=torch.long)
-        mask = torch.zeros((rows, comp_width), dtype=torch.bool)
-        for row, (p, c) in enumerate(zip(prompt_ids, completion_ids)):
-            seq = list(p) + list(c)
-            ids[row, : len(seq)] = torch.tensor(seq)
-            attention[row, : len(seq)] = 1
-            gather_pos[row, : len(c)] = torch.arange(len(p) - 1, len(p) + len(c) - 1)
-            targets[row, : len(c)] = torch.tensor(c, dtype=torch.long)
-            mask[row, : len(c)] = True
+        # right-padded rows, built as lists and converted once
+        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences], dtype=torch.long)
+        attention = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], dtype=torch.long)
+        gather_pos = torch.tensor([list(range(len(p) - 1, len(p) + len(c) - 1)) + [0] * (comp_width - len(c))
+                                   for p, c in zip(prompt_ids, completion_ids)], dtype=torch.long)
+        targets = torch.tensor([list(c) + [pad] * (comp_width - len(c)) for c in completion_ids], dtype=torch.long)
+        mask = torch.tensor([[True] * len(c) + [False] * (comp_width - len(c)) for c in completion_ids],
+                            dtype=torch.bool)
         ids, attention = ids.to(self.device), attention.to(self.device)
         gather_pos, targets, mask = gather_pos.to(self.device), targets.to(self.device), mask.to(self.device)
         model, context = self._scorer(reference)
         with context:
-            logits = model(input_ids=ids, attention_mask=attention).logits
+            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits  # one pass: no KV cache
         picked = logits.gather(1, gather_pos[:, :, None].expand(-1, -1, logits.shape[-1]))
         allowed = self._allowed_mask(allowed_ids, rows)
         if allowed is not None:

@@ -58,6 +58,7 @@ class Trainer:
         self.output.mkdir(parents=True, exist_ok=True)
         device = resolve_device(config.model.device)
         self.world = world or World.from_environment(device)
+        device = self.world.device(device)  # before any collective: NCCL needs each process's GPU
         self.shard = self.world.shard_bounds(config.rollout.groups_per_iteration)
         self.progress = progress and self.world.is_main
         torch.set_num_threads(max(1, config.run.threads))
@@ -69,7 +70,7 @@ class Trainer:
         if self.world.is_main:  # the embedded model is built once, by one process
             base_model_path(config, self.output)
         self.world.barrier()
-        self.policy: Policy = build_policy(config, self.output, checkpoint, device=self.world.device(device))
+        self.policy: Policy = build_policy(config, self.output, checkpoint, device=device)
         self.world.broadcast_parameters(self.policy.model)
         self.sampling = Sampling(
             temperature=config.rollout.temperature, top_p=config.rollout.top_p,

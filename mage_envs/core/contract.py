@@ -60,7 +60,7 @@ def sanitize_text(text: str) -> str:
         >>> sanitize_text("na\\u00efve\\r\\n")
         'naive\\n'
     """
-    if all(c in _CHARSET for c in text):
+    if _CHARSET.issuperset(text):
         return text
     out = []
     for char in text:

@@ -4,9 +4,13 @@ ChatML chat template, eos at the end of each answer — trained with LoRA in bfl
 The fixture first teaches the random model the answer format (a few seconds of supervised
 steps), as a real instruction-tuned checkpoint would already know it; without that nearly
 every completion would run into the length limit and be masked out of the loss.
+
+``MAGE_TEST_DEVICE=cuda python -m pytest tests/agent/test_hub_model.py`` runs the training
+test on a GPU.
 """
 
 import json
+import os
 import random
 
 import gymnasium as gym
@@ -22,6 +26,7 @@ from mage_agent.tiny import env_corpus
 from mage_agent.trainer import Trainer
 from mage_envs.cli import main
 
+DEVICE = os.environ.get("MAGE_TEST_DEVICE", "cpu")
 CHATML = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
           "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
 
@@ -94,7 +99,7 @@ def test_lora_bfloat16_run_trains_the_adapter_only_and_evaluates(chat_model, tmp
         "name_or_path": str(chat_model), "lora": True, "lora_rank": 4, "lora_alpha": 8, "dtype": "bfloat16",
         "kl_coef": 0.05, "action_tokens": False, "max_new_tokens": 12, "iterations": 2, "groups_per_iteration": 2,
         "group_size": 4, "minibatch_size": 16, "checkpoint_every": 1, "eval_meta_episodes": 0, "tensorboard": False,
-        "warmup_iterations": 0, "output_dir": str(out),
+        "warmup_iterations": 0, "output_dir": str(out), "device": DEVICE,
     })
     trainer = Trainer(config, progress=False)
     base = {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters() if not p.requires_grad}

@@ -45,6 +45,30 @@ def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     assert (p > 0).all()
 
 
+def test_tokenizer_caches_answer_as_the_tokenizer(tokenizer):
+    policy = Policy(build_model(tokenizer), tokenizer)
+    prompts = ["You hold the King", "Opponent bets . You", "You hold the King"]
+    expected = [tokenizer(p, add_special_tokens=False)["input_ids"] for p in prompts]
+    for _ in range(2):  # tokenised, then remembered
+        encoded = policy.encode_prompts(prompts)
+        assert encoded == expected and encoded[0] is not encoded[2]
+        encoded[0].append(0)  # the caller's copy: the cache is untouched
+    assert policy.encode_prompt("Opponent bets . You") == expected[1]
+    for _ in range(2):
+        assert policy.single_token_ids(["check", "bet"]) == [tokenizer.convert_tokens_to_ids(w) for w in ("check", "bet")]
+        assert policy.single_token_ids(["check", "check bet"]) is None
+    ids = tokenizer("Opponent bets", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
+    assert policy.decode(ids) == policy.decode(ids) == tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def test_allowed_mask_rows(tokenizer):
+    policy = Policy(build_model(tokenizer), tokenizer)
+    mask = policy._allowed_mask([[3, 5], None, []], 3)
+    assert mask[0].nonzero().flatten().tolist() == [3, 5]
+    assert bool(mask[1].all()) and not bool(mask[2].any())
+    assert policy._allowed_mask([None, None], 2) is None and policy._allowed_mask(None, 2) is None
+
+
 def test_lora_reference_is_the_base_model(tokenizer):
     policy = Policy(build_model(tokenizer, TinyConfig(seed=1)), tokenizer, lora=LoraSettings(rank=4, alpha=8))
     prompts, completions = [[3, 4, 5]], [[6, 7]]

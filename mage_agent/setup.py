@@ -71,7 +71,6 @@ def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = No
     device = device or resolve_device(config.model.device)
     dtype = resolve_dtype(config.model.dtype, device)
     base = base_model_path(config, output)
-    tokenizer = AutoTokenizer.from_pretrained(base)
     model_cfg = config.model
     lora = None
     if model_cfg.lora:
@@ -79,8 +78,8 @@ def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = No
                             tuple(model_cfg.lora_target_modules))
     keep_reference = config.algo.kl_coef > 0
     if checkpoint is None:
-        model = AutoModelForCausalLM.from_pretrained(base, dtype=dtype)
-        return Policy(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)
+        return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype)
+    tokenizer = AutoTokenizer.from_pretrained(base)
     saved = checkpoint / "model"
     if lora is not None:
         from peft import PeftModel

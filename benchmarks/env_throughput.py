@@ -1,11 +1,12 @@
-"""Steps per second of the text Kuhn env next to raw ``pyspiel`` on the same random games.
+"""Games per second of the text and numeric envs next to raw ``pyspiel`` on the same random games.
 
-Both loops play uniformly random legal moves for both seats; the raw loop calls
-``pyspiel`` directly, the text loop goes through ``KuhnPokerEnv`` (prompt rendering,
-answer parsing, opponent sampling, info dicts). Printed as a ratio measured in one run,
+For Kuhn Poker, Leduc Poker and Tic-Tac-Toe, every loop plays uniformly random legal
+moves for both seats: the raw loop calls ``pyspiel`` directly; the text loop goes through
+the game's text env (prompt rendering, answer parsing, opponent sampling, info dicts),
+the numeric loop through its ``-tensor-`` view. Printed as ratios measured in one run,
 plus the opponent move latency of OpenSpiel's C++ MCTS next to its Python MCTS.
 
-Run: ``python benchmarks/env_throughput.py [--games 20000]``
+Run: ``python benchmarks/env_throughput.py [--games 20000] [--repeats 3]``
 """
 
 from __future__ import annotations
@@ -13,16 +14,28 @@ from __future__ import annotations
 import argparse
 import random
 import time
+from typing import Any, Callable
 
+import gymnasium as gym
 import numpy as np
 import pyspiel
 
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
+from mage_envs.games.leduc_poker import LeducPokerEnv
+from mage_envs.games.tic_tac_toe import TicTacToeEnv
+from mage_envs.numeric import KuhnPokerTensorEnv, LeducPokerTensorEnv, TicTacToeTensorEnv
+
+#: label -> (OpenSpiel game string, text env class, numeric env class)
+GAMES: dict[str, tuple[str, type[gym.Env], type[gym.Env]]] = {
+    "Kuhn Poker": ("kuhn_poker", KuhnPokerEnv, KuhnPokerTensorEnv),
+    "Leduc Poker": ("leduc_poker", LeducPokerEnv, LeducPokerTensorEnv),
+    "Tic-Tac-Toe": ("tic_tac_toe", TicTacToeEnv, TicTacToeTensorEnv),
+}
 
 
-def raw_pyspiel(games: int, seed: int) -> tuple[float, int]:
+def raw_pyspiel(game_string: str, games: int, seed: int) -> tuple[float, int]:
     """Seconds and agent decisions for ``games`` random games played on pyspiel directly."""
-    game = pyspiel.load_game("kuhn_poker")
+    game = pyspiel.load_game(game_string)
     rng = random.Random(seed)
     decisions = 0
     start = time.perf_counter()
@@ -40,9 +53,9 @@ def raw_pyspiel(games: int, seed: int) -> tuple[float, int]:
     return time.perf_counter() - start, decisions
 
 
-def text_env(games: int, seed: int) -> tuple[float, int]:
-    """Seconds and agent steps for ``games`` random games through the text env."""
-    env = KuhnPokerEnv(opponent="random", seat="random")
+def env_games(env: gym.Env, games: int, seed: int, answer: Callable[[Any], Any]) -> tuple[float, int]:
+    """Seconds and agent steps for ``games`` random games through ``env`` against its
+    random opponent; ``answer`` turns a legal action from ``info`` into the env's action."""
     rng = random.Random(seed)
     steps = 0
     env.reset(seed=seed)
@@ -52,9 +65,19 @@ def text_env(games: int, seed: int) -> tuple[float, int]:
         terminated = False
         while not terminated:
             legal = info["legal_actions"]
-            obs, reward, terminated, truncated, info = env.step(f"<action>{legal[rng.randrange(len(legal))]}</action>")
+            obs, reward, terminated, truncated, info = env.step(answer(legal[rng.randrange(len(legal))]))
             steps += 1
     return time.perf_counter() - start, steps
+
+
+def text_answer(name: str) -> str:
+    """The tagged answer a model is asked for."""
+    return f"<action>{name}</action>"
+
+
+def numeric_answer(action: int) -> int:
+    """An action id as it is."""
+    return action
 
 
 def mcts_latency(simulations: int, moves: int, seed: int) -> tuple[float, float]:
@@ -74,24 +97,42 @@ def mcts_latency(simulations: int, moves: int, seed: int) -> tuple[float, float]
     return timings[0], timings[1]
 
 
+def compare(label: str, games: int, repeats: int, seed: int) -> None:
+    """Print raw, text and numeric games per second for one game, best of ``repeats``
+    (the three loops alternate within each repeat)."""
+    game_string, text_cls, numeric_cls = GAMES[label]
+    loops = {
+        "raw pyspiel": lambda: raw_pyspiel(game_string, games, seed),
+        "text env": lambda: env_games(text_cls(opponent="random"), games, seed, text_answer),
+        "numeric env": lambda: env_games(numeric_cls(opponent="random"), games, seed, numeric_answer),
+    }
+    best = dict.fromkeys(loops, float("inf"))
+    steps = dict.fromkeys(loops, 0)
+    for _ in range(repeats):
+        for name, loop in loops.items():
+            seconds, steps[name] = loop()
+            best[name] = min(best[name], seconds)
+    raw = best["raw pyspiel"]
+    print(f"{label}, {games} random games, best of {repeats}")
+    for name, seconds in best.items():
+        unit = "agent decisions/s" if name == "raw pyspiel" else "env steps/s"
+        ratio = "" if name == "raw pyspiel" else f"  ratio to raw: {raw / seconds:.2f}x"
+        print(f"  {name:12s}: {games / seconds:10.0f} games/s {steps[name] / seconds:10.0f} {unit}{ratio}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=20000)
-    parser.add_argument("--repeats", type=int, default=3, help="best of N, alternating the two loops")
+    parser.add_argument("--repeats", type=int, default=3, help="best of N, alternating the loops")
+    parser.add_argument("--game", choices=[*GAMES, "all"], default="all")
     parser.add_argument("--mcts-moves", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    raw_best = text_best = float("inf")
-    for _ in range(args.repeats):
-        raw_time, raw_decisions = raw_pyspiel(args.games, args.seed)
-        text_time, text_steps = text_env(args.games, args.seed)
-        raw_best, text_best = min(raw_best, raw_time), min(text_best, text_time)
-    print(f"Kuhn Poker, {args.games} random games, best of {args.repeats}")
-    print(f"  raw pyspiel : {args.games / raw_best:10.0f} games/s  {raw_decisions / raw_best:10.0f} agent decisions/s")
-    print(f"  text env    : {args.games / text_best:10.0f} games/s  {text_steps / text_best:10.0f} env steps/s")
-    print(f"  ratio text/raw (games per second): {raw_best / text_best:.2f}x")
-    cpp, py = mcts_latency(100, args.mcts_moves, args.seed)
-    print(f"Tic-Tac-Toe opening move, MCTS-100: C++ {cpp * 1e3:.2f} ms, Python {py * 1e3:.2f} ms ({py / cpp:.0f}x)")
+    for label in GAMES if args.game == "all" else [args.game]:
+        compare(label, args.games, args.repeats, args.seed)
+    if args.mcts_moves:
+        cpp, py = mcts_latency(100, args.mcts_moves, args.seed)
+        print(f"Tic-Tac-Toe opening move, MCTS-100: C++ {cpp * 1e3:.2f} ms, Python {py * 1e3:.2f} ms ({py / cpp:.0f}x)")
 
 
 if __name__ == "__main__":

@@ -77,3 +77,31 @@ def test_pickled_env_continues_identically(env_id):
         obs, reward, terminated, truncated, info = a
         if terminated or truncated:
             break
+
+
+GAME_IDS = [f"mage/{stem}-v0" for stem in FAST]
+
+
+def play_episode(env, seed, options):
+    """One episode with seeded random legal answers: the whole transcript."""
+    rng = random.Random(seed)
+    obs, info = env.reset(seed=seed, options=options)
+    trace = [obs, info]
+    while True:
+        answer = f"<action>{rng.choice(info['legal_actions'])}</action>"
+        obs, reward, terminated, truncated, info = env.step(answer)
+        trace += [obs, reward, info]
+        if terminated or truncated:
+            return trace
+
+
+@pytest.mark.parametrize("env_id", GAME_IDS)
+def test_reused_env_matches_fresh_envs_across_opponents_seats_and_instances(env_id):
+    # the env keeps per-history tables (views, chance odds, payoffs): reuse must not leak
+    game = env_id.split("/")[1].split("-")[0]
+    opponents = ["random", "greedy", "minimax"] if game == "TicTacToe" else ["random", "nash", "aggressive"]
+    reused = gym.make(env_id, opponent=opponents)
+    for episode in range(24):
+        options = {"opponent": opponents[episode % 3], "instance": episode % 5}
+        fresh = gym.make(env_id, opponent=opponents)
+        assert play_episode(reused, episode, options) == play_episode(fresh, episode, options)

@@ -1,9 +1,11 @@
 """Action parsing: the documented rules, and clipping of huge answers."""
 
+import random
+
 import pytest
 
 from mage_envs.core.contract import MAX_ACTION_CHARS, clip_text, sanitize_text, text_space
-from mage_envs.core.parsing import describe_invalid, parse_action
+from mage_envs.core.parsing import describe_invalid, parse_action, tag_suffix
 
 LEGAL = ["check", "bet"]
 
@@ -73,3 +75,21 @@ def test_clip_and_sanitize():
     cleaned = sanitize_text("d\u00e9j\u00e0 vu \U0001F600\r\n\x00")
     assert cleaned == "deja vu ?\n?"
     assert text_space(50).contains(cleaned)
+
+
+def test_tag_suffix_lookup_agrees_with_parsing():
+    """The env's fast path (the suffix from the first ``<``, looked up among the canonical
+    tags) accepts exactly what parse_action reads from the same answer."""
+    canonical = {f"<action>{name}</action>": name for name in LEGAL}
+    pieces = ["<action>", "</action>", "<", ">", "bet", "check", "Bet", " ", "\n", "I think ", "/", "x" * 3000]
+    rng = random.Random(0)
+    hits = 0
+    for _ in range(20000):
+        head, tail = ("".join(rng.choice(pieces) for _ in range(rng.randrange(3))) for _ in range(2))
+        text = head + rng.choice([*canonical, "<action>Bet</action>", "<ACTION>bet</action>"]) + tail
+        looked_up = canonical.get(tag_suffix(text))
+        if looked_up is not None:
+            hits += 1
+            assert parse_action(text, LEGAL).action == looked_up, text
+    assert hits > 1000
+    assert tag_suffix("x" * MAX_ACTION_CHARS + "<action>bet</action>") is None

@@ -83,6 +83,25 @@ def parse_action(
     return ParsedAction(None, "no_action_tag", bare[:_MAX_TAG_CONTENT])
 
 
+def tag_suffix(text: str) -> str | None:
+    """``text`` from its first ``<`` when it has exactly two ``<`` and is short enough not
+    to be clipped; ``None`` otherwise.
+
+    For such a text, :func:`parse_action` reads ``X`` exactly when the suffix is
+    ``<action>X</action>``: an answer that reasons, then gives one canonical tag, can be
+    looked up instead of parsed.
+
+    Example:
+        >>> tag_suffix("I hold the King, so I bet. <action>bet</action>")
+        '<action>bet</action>'
+        >>> tag_suffix("<action>check</action> or <action>bet</action>") is None
+        True
+    """
+    if len(text) > MAX_ACTION_CHARS or text.count("<") != 2:
+        return None
+    return text[text.index("<") :]
+
+
 def describe_invalid(parsed: ParsedAction, legal_actions: Sequence[str]) -> str:
     """One sentence telling the agent what was wrong with its answer.
 

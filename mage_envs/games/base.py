@@ -19,16 +19,18 @@ from typing import Any, ClassVar, Sequence
 import pyspiel
 
 from ..core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
-from ..core.parsing import parse_action
+from ..core.parsing import parse_action, tag_suffix
 from ..opponents.population import OpponentSpec
-from .engine import OpenSpielGameEnv, Seat, splitmix64
+from .engine import GameNode, OpenSpielGameEnv, Seat, splitmix64
 
 __all__ = ["FORFEIT_LINE", "OpenSpielTextEnv", "Seat", "splitmix64"]
 
-#: Observations are cached per (seat, history); the cache is cleared past this size.
-_OBS_CACHE_LIMIT = 200_000
 #: The last line of the prompt of a player who forfeited.
 FORFEIT_LINE = "You forfeited this game by not giving a legal action."
+#: What the text view keeps per history: the observation, the legal names -> ids, the
+#: answers accepted without parsing (each name tagged, and bare with ``accept_bare``) ->
+#: names, and at the end of the game the episode summary.
+TextView = tuple[str, dict[str, int], dict[str, str], str | None]
 
 
 class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
@@ -43,6 +45,10 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
 
     At the end of an episode ``info["summary"]`` is a one-line account (private view, moves,
     result) that :class:`~mage_envs.MetaEpisodeWrapper` keeps in its memory.
+
+    Each history's observation, legal names, accepted answers and summary are computed
+    once (the node's ``view``), and its history lines (the node's ``trail``) extend those
+    of the history before it.
     """
 
     #: Human name used in prompts.
@@ -67,7 +73,6 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         self.prompt_style = prompt_style
         self.observation_space = text_space(self.max_observation_chars)
         self.action_space = ACTION_SPACE
-        self._view_cache: dict[tuple, tuple[str, dict[str, int], dict[str, str], str | None]] = {}
         self._header_cache: dict[int, str] = {}
 
     # ------------------------------------------------------------------ text layer
@@ -97,15 +102,17 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        chosen = self._accepted.get(action) if isinstance(action, str) else None
+        chosen = None
+        if isinstance(action, str):  # a canonical answer, or reasoning then a canonical tag
+            chosen = self._accepted.get(action)
+            if chosen is None:
+                chosen = self._accepted.get(tag_suffix(action))
         if chosen is None:
             parsed = parse_action(action, list(self._legal), accept_bare=self.accept_bare)
             if parsed.action is None:
                 return self._invalid(parsed, self._legal)
             chosen = parsed.action
-        action_id = self._legal[chosen]
-        self._history_key.append(action_id)
-        self._state.apply_action(action_id)
+        self._play(self._legal[chosen])
         return self._after_move(0.0, None)
 
     def render(self) -> str | None:
@@ -115,65 +122,73 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
 
     # ------------------------------------------------------------------ internals
     def _retry_observation(self, notice: str | None) -> str:
-        return self._compose(notice)
+        private = self.private_view(self._state, self._seat)
+        return self._render(self._seat, self._node.trail, private, None, list(self._legal), notice)
 
     def _clear_view(self) -> None:
         self._legal, self._accepted = {}, {}
-        self._observation = self._compose(None)
-        self._summary_text = self._episode_summary()
+        private = self.private_view(self._state, self._seat)
+        self._observation = self._render(self._seat, self._node.trail, private, FORFEIT_LINE, [], None)
+        self._summary_text = self._summary_line(private, FORFEIT_LINE)
 
     def _view(self, terminal: bool) -> None:
-        """Set the observation, legal names and accepted answers (cached per history)."""
-        key = tuple(self._history_key)
-        view = self._view_cache.get(key)
+        """Set the observation, legal names and accepted answers (computed once per node)."""
+        view = self._node.view
         if view is None:
-            if len(self._view_cache) >= _OBS_CACHE_LIMIT:
-                self._view_cache.clear()
-            self._legal = {} if terminal else self.action_names(self._state)
-            accepted = {f"<action>{name}</action>": name for name in self._legal}
-            if self.accept_bare:
-                accepted.update({name: name for name in self._legal})
-            summary = self._episode_summary() if terminal else None
-            view = self._view_cache[key] = (self._compose(None), self._legal, accepted, summary)
+            view = self._node.view = self._new_view(terminal)
         self._observation, self._legal, self._accepted, self._summary_text = view
+
+    def _new_view(self, terminal: bool) -> TextView:
+        """The :data:`TextView` of the current node (the live state)."""
+        state, seat = self._state, self._seat
+        legal = {} if terminal else self.action_names(state)
+        accepted = {f"<action>{name}</action>": name for name in legal}
+        if self.accept_bare:
+            accepted.update({name: name for name in legal})
+        private = self.private_view(state, seat)
+        ending = self.describe_end(state, seat) if terminal else None
+        observation = self._render(seat, self._node.trail, private, ending, list(legal), None)
+        summary = None if ending is None else self._summary_line(private, ending)
+        return observation, legal, accepted, summary
+
+    def _grow(self, key: int, action: int) -> GameNode:
+        """Apply ``action`` and add its node, with the history line it adds to the trail."""
+        parent, before = self._node, self._state.clone()
+        self._state.apply_action(action)
+        line = self.describe_move(before, parent.player, action, self._seat)
+        return self._add_node(key, parent.trail if line is None else (*parent.trail, line))
 
     def _summary(self) -> str | None:
         return self._summary_text
 
-    def _episode_summary(self) -> str:
-        """Private view (when one line), the moves and the result, on one line."""
-        view = self.private_view(self._state, self._seat)
-        parts = [view] if "\n" not in view else []
-        parts += self.history_lines(self._history_key[1:], self._seat)
-        parts.append(FORFEIT_LINE if self._forfeited else self.describe_end(self._state, self._seat))
+    def _summary_line(self, private: str, ending: str) -> str:
+        """The episode summary: the ``private`` view (when one line), the moves and the
+        ``ending`` (the end of the game or the forfeit line), on one line."""
+        parts = [private] if "\n" not in private else []
+        parts += self._node.trail
+        parts.append(ending)
         return " ".join(parts)
-
-    def _compose(self, notice: str | None) -> str:
-        closing = FORFEIT_LINE if self._forfeited else None
-        return self.prompt(self._state, self._seat, self._history_key[1:], list(self._legal), notice, closing)
 
     # ------------------------------------------------------------------ prompts
     def _compact_prompt(
         self,
-        state: pyspiel.State,
         seat: int,
-        actions: Sequence[int],
+        lines: Sequence[str],
+        private: str,
+        ending: str | None,
         legal: Sequence[str],
         notice: str | None,
-        closing: str | None,
     ) -> str:
         """The compact style: title and seat, legal actions, moves, private view last."""
         parts = [f"{self.title}. You are Player {seat + 1}."]
-        if notice and closing is None and not state.is_terminal():
-            parts.append(f"Note: {notice}")
-        if closing is None and not state.is_terminal():
+        if ending is None:
+            if notice:
+                parts.append(f"Note: {notice}")
             parts.append(f"Legal actions: {', '.join(legal)}")
-        parts.append("Moves: " + (" ".join(self.history_lines(actions, seat)) or "none"))
-        parts.append(self.private_view(state, seat))
-        if closing is not None:
-            parts.append(closing)
-        elif state.is_terminal():
-            parts.append(self.describe_end(state, seat))
+        parts.append("Moves: " + (" ".join(lines) or "none"))
+        parts.append(private)
+        if ending is not None:
+            parts.append(ending)
         return clip_text("\n".join(parts), self.max_observation_chars)
 
     def history_lines(self, actions: Sequence[int], seat: int) -> list[str]:
@@ -218,17 +233,33 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             Legal actions: check, bet
             Think briefly if you like, then answer with exactly one legal action inside tags, e.g. <action>check</action>.
         """
+        lines = self.history_lines(actions, seat)
+        private = self.private_view(state, seat)
+        if closing is None and state.is_terminal():
+            closing = self.describe_end(state, seat)
+        return self._render(seat, lines, private, closing, legal, notice)
+
+    def _render(
+        self,
+        seat: int,
+        lines: Sequence[str],
+        private: str,
+        ending: str | None,
+        legal: Sequence[str],
+        notice: str | None,
+    ) -> str:
+        """:meth:`prompt` from its parts: the history ``lines`` and ``private`` view the seat
+        reads, and the ``ending`` (a closing line or the end of the game; ``None`` while
+        the seat is to answer, with ``notice`` and the ``legal`` names)."""
         if self.prompt_style == "compact":
-            return self._compact_prompt(state, seat, actions, legal, notice, closing)
+            return self._compact_prompt(seat, lines, private, ending, legal, notice)
         header = self._header_cache.get(seat)
         if header is None:
             header = self._header_cache[seat] = self.rules(seat)
-        history = "\n".join(f"- {line}" for line in self.history_lines(actions, seat)) or "- (nothing yet)"
-        parts = [header, "", self.private_view(state, seat), "", "Moves so far:", history, ""]
-        if closing is not None:
-            parts.append(closing)
-        elif state.is_terminal():
-            parts.append(self.describe_end(state, seat))
+        history = "\n".join(f"- {line}" for line in lines) or "- (nothing yet)"
+        parts = [header, "", private, "", "Moves so far:", history, ""]
+        if ending is not None:
+            parts.append(ending)
         else:
             if notice:
                 parts.append(f"Note: {notice}")
@@ -242,9 +273,3 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     # ------------------------------------------------------------------ introspection
     def legal_action_names(self) -> Sequence[str]:
         return list(self._legal)
-
-    def __getstate__(self) -> dict[str, Any]:
-        """Pickle as the engine does, without the view cache."""
-        state = super().__getstate__()
-        state["_view_cache"] = {}
-        return state

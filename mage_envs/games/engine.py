@@ -24,8 +24,9 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import random
-from typing import Any, ClassVar, Literal, TypeVar
+from typing import Any, ClassVar, Literal, Sequence, TypeVar
 
 import gymnasium as gym
 import numpy as np
@@ -43,6 +44,8 @@ ActType = TypeVar("ActType")
 Seat = Literal[0, 1, "random"]
 _MASK64 = (1 << 64) - 1
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
+#: An env's table of visited histories is a cache: it is cleared past this many nodes.
+NODE_LIMIT = 200_000
 
 
 def splitmix64(value: int) -> int:
@@ -58,6 +61,19 @@ def splitmix64(value: int) -> int:
     return z ^ (z >> 31)
 
 
+def chance_table(outcomes: Sequence[tuple[int, float]]) -> tuple[tuple[float, ...], tuple[int, ...]]:
+    """A chance node's ``chance_outcomes()`` as (cumulative probabilities, actions).
+
+    Example:
+        >>> chance_table([(0, 0.25), (2, 0.75)])
+        ((0.25, 1.0), (0, 2))
+    """
+    cumulative, total = [], 0.0
+    for _, prob in outcomes:
+        total += prob
+        cumulative.append(total)
+    return tuple(cumulative), tuple(action for action, _ in outcomes)
+
 
 class ChanceStream:
     """The chance outcomes of one instance: a 64-bit LCG seeded by SplitMix64 of its number.
@@ -67,24 +83,62 @@ class ChanceStream:
     Example:
         >>> state = pyspiel.load_game("kuhn_poker").new_initial_state()
         >>> a, b = ChanceStream(5), ChanceStream(5)
-        >>> a.sample(state) == b.sample(state)
+        >>> a.sample(state) == b.draw(*chance_table(state.chance_outcomes()))
         True
     """
 
     def __init__(self, instance: int) -> None:
         self._state = splitmix64(instance)
 
+    def draw(self, cumulative: Sequence[float], actions: Sequence[int]) -> int:
+        """The next outcome of a chance node given as its :func:`chance_table`: the first
+        action whose cumulative probability exceeds the next uniform number (the last
+        action if rounding leaves none)."""
+        self._state = (self._state * 6364136223846793005 + 1442695040888963407) & _MASK64
+        index = bisect.bisect_right(cumulative, (self._state >> 11) / 9007199254740992.0)
+        return actions[index] if index < len(actions) else actions[-1]
+
     def sample(self, state: pyspiel.State) -> int:
         """The next chance outcome for the chance node ``state``."""
-        self._state = (self._state * 6364136223846793005 + 1442695040888963407) & _MASK64
-        threshold = (self._state >> 11) / 9007199254740992.0
-        cumulative = 0.0
-        outcomes = state.chance_outcomes()
-        for action, prob in outcomes:
-            cumulative += prob
-            if threshold < cumulative:
-                return action
-        return outcomes[-1][0]
+        return self.draw(*chance_table(state.chance_outcomes()))
+
+
+def key_base(game: pyspiel.Game) -> int:
+    """The base of an env's history keys for ``game``: every action and chance outcome id
+    plus one is a digit (``1 .. base - 1``), and so is a seat plus one.
+
+    Example:
+        >>> key_base(pyspiel.load_game("tic_tac_toe"))
+        10
+    """
+    return max(game.num_distinct_actions(), game.max_chance_outcomes(), 2) + 1
+
+
+class GameNode:
+    """What an env keeps about one history of the game, seen from one seat.
+
+    ``player`` is OpenSpiel's player to move (``-1`` chance, ``-4`` terminal); a chance node
+    keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
+    seat's ``payoff``. ``trail`` is what the view derives move by move (the text view: the
+    history lines the seat reads) and ``view`` what it shows at this history (``None``
+    until first shown).
+
+    Example:
+        >>> state = pyspiel.load_game("kuhn_poker").new_initial_state()
+        >>> GameNode(state, 0).outcomes
+        (0, 1, 2)
+    """
+
+    __slots__ = ("player", "terminal", "payoff", "cumulative", "outcomes", "trail", "view")
+
+    def __init__(self, state: pyspiel.State, seat: int, trail: tuple[Any, ...] = ()) -> None:
+        self.player: int = state.current_player()
+        self.terminal: bool = state.is_terminal()
+        self.payoff: float | None = state.returns()[seat] if self.terminal else None
+        table = chance_table(state.chance_outcomes()) if self.player == _CHANCE else ((), ())
+        self.cumulative, self.outcomes = table
+        self.trail = trail
+        self.view: Any = None
 
 
 class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
@@ -103,7 +157,13 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         render_mode: ``None`` or ``"ansi"``.
 
     A view sets ``self._observation`` and ``self._legal`` (legal action name -> id) in
-    :meth:`_view`, and the observation a retry shows in :meth:`_retry_observation`.
+    :meth:`_view` (keeping what it computes in ``self._node.view``), and the observation a
+    retry shows in :meth:`_retry_observation`.
+
+    The env keeps a :class:`GameNode` per (seat, history) it has played, keyed by an int
+    that encodes them (``self._key``; ``self._node`` is the current node), so what depends
+    only on the seat and the history (who moves, the chance odds, the payoff, the view's
+    observation) is computed once.
     """
 
     #: OpenSpiel game string, e.g. ``"kuhn_poker"``.
@@ -137,6 +197,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
         self._state: pyspiel.State | None = None
+        self._nodes: dict[int, GameNode] = {}
+        self._base = key_base(self.game)
 
     # ------------------------------------------------------------------ view hooks
     def _view(self, terminal: bool) -> None:
@@ -179,8 +241,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         else:
             self._seat = int(self.seat_option)
         self._state = self.game.new_initial_state()
+        self._enter_root()
         self._chance = ChanceStream(self._instance)
-        self._history_key: list[int] = [self._seat]
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
         self._forfeited = False
@@ -196,31 +258,60 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._opponents[opponent_id] = opponent
         return opponent
 
+    def _enter_root(self) -> None:
+        """Move to the node of the initial state (``self._state``): key ``seat + 1``."""
+        key = self._key = self._seat + 1
+        node = self._nodes.get(key)
+        self._node = self._add_node(key, ()) if node is None else node
+
     def _play(self, action: int) -> None:
-        self._history_key.append(action)
+        """Apply ``action`` to the live state and move to its node.
+
+        A history's key is its seat and actions as the digits of a bijective base
+        :func:`key_base` number: ``key * base + action + 1`` per action.
+        """
+        key = self._key * self._base + action + 1
+        node = self._nodes.get(key)
+        if node is None:
+            node = self._grow(key, action)
+        else:
+            self._state.apply_action(action)
+        self._key, self._node = key, node
+
+    def _grow(self, key: int, action: int) -> GameNode:
+        """Apply ``action``, not played from this history before, and add its node at ``key``."""
         self._state.apply_action(action)
+        return self._add_node(key, ())
+
+    def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
+        """Add the node of the live state at ``key``, clearing the table first when it
+        holds :data:`NODE_LIMIT` nodes (the current node lives on in ``self._node``)."""
+        if len(self._nodes) >= NODE_LIMIT:
+            self._nodes.clear()
+        node = self._nodes[key] = GameNode(self._state, self._seat, trail)
+        return node
 
     def _advance(self) -> bool:
         """Play chance and opponent moves until it is the agent's turn; True if the game ended."""
-        state, seat, history = self._state, self._seat, self._history_key
-        while True:
-            player = state.current_player()
-            if player == seat:
-                terminal = False
-                break
-            if player < 0 and state.is_terminal():
-                terminal = True
-                break
-            action = self._chance.sample(state) if player == _CHANCE else self._opponent.act(state)
-            history.append(action)
-            state.apply_action(action)
-        self._view(terminal)
-        return terminal
+        seat, chance = self._seat, self._chance
+        node = self._node
+        while node.player != seat:
+            if node.terminal:
+                self._view(True)
+                return True
+            if node.player == _CHANCE:
+                action = chance.draw(node.cumulative, node.outcomes)
+            else:
+                action = self._opponent.act(self._state)
+            self._play(action)
+            node = self._node
+        self._view(False)
+        return False
 
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
         terminated = self._advance()
         if terminated:
-            payoff = self._state.returns()[self._seat]
+            payoff = self._node.payoff
             reward += payoff * self.reward_scale
             self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
         return self._observation, reward, terminated, False, self._info(invalid)
@@ -283,11 +374,12 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         return self._opponent
 
     def __getstate__(self) -> dict[str, Any]:
-        """Pickle the game as its action history; opponents are rebuilt from their ids."""
+        """Pickle the game as its action history, without the table of nodes; opponents are
+        rebuilt from their ids."""
         state = self.__dict__.copy()
         pyspiel_state = state.pop("_state", None)
         state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
-        for key in ("game", "_opponents", "_opponent"):
+        for key in ("game", "_opponents", "_opponent", "_nodes", "_node", "_key", "_base"):
             state.pop(key, None)
         return state
 
@@ -297,10 +389,12 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.__dict__.update(state)
         self.game = load_game(self.game_string)
         self._opponents = {}
+        self._nodes, self._base = {}, key_base(self.game)
         self._state = None
         if history is not None:
             self._state = self.game.new_initial_state()
+            self._enter_root()
             for action in history:
-                self._state.apply_action(action)
+                self._play(action)
             self._opponent = self._opponent_for(self._opponent_id)
             self._opponent.reset(self._rng)

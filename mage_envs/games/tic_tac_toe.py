@@ -22,6 +22,8 @@ Example:
 
 from __future__ import annotations
 
+import functools
+
 import pyspiel
 
 from ..opponents.tic_tac_toe import EMPTY, board_key, winning_line
@@ -48,9 +50,11 @@ def mark_of(player: int) -> str:
     return "XO"[player]
 
 
+@functools.lru_cache(maxsize=1 << 14)
 def draw_board(board: str) -> str:
     """A board key (see :func:`~mage_envs.opponents.tic_tac_toe.board_key`) as a grid
-    with marks in upper case and free cells shown by their number.
+    with marks in upper case and free cells shown by their number (memoised: a game has
+    5,478 boards).
 
     Example:
         >>> print(draw_board("x...o...."))

@@ -114,11 +114,19 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
         return np.asarray([seat == 0, seat == 1, *state.observation_tensor(seat)], np.float32)
 
     def _view(self, terminal: bool) -> None:
-        self._observation = self._tensor()
+        """Set the observation, legal ids and mask: copies of the node's, computed once."""
+        view = self._node.view
+        if view is None:
+            view = self._node.view = self._new_view(terminal)
+        tensor, self._legal, mask = view
+        self._observation, self._mask = tensor.copy(), mask.copy()
+
+    def _new_view(self, terminal: bool) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+        """The current node's tensor, legal ids (as ``str(id) -> id``) and ``int8`` mask."""
         legal = [] if terminal else self._state.legal_actions()
-        self._legal = {str(action): action for action in legal}
-        self._mask = np.zeros(self.action_space.n, np.int8)
-        self._mask[legal] = 1
+        mask = np.zeros(self.action_space.n, np.int8)
+        mask[legal] = 1
+        return self._tensor(), {str(action): action for action in legal}, mask
 
     def _retry_observation(self, notice: str | None) -> np.ndarray:
         self._observation, self._mask = self._observation.copy(), self._mask.copy()

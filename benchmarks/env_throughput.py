@@ -3,10 +3,12 @@
 For Kuhn Poker, Leduc Poker and Tic-Tac-Toe, every loop plays uniformly random legal
 moves for both seats: the raw loop calls ``pyspiel`` directly; the text loop goes through
 the game's text env (prompt rendering, answer parsing, opponent sampling, info dicts),
-the numeric loop through its ``-tensor-`` view. Printed as ratios measured in one run,
+the numeric loop through its ``-tensor-`` view, the PettingZoo loop through its AEC env
+with both seats as agents (fewer games: it is much slower). Printed as ratios of games per
+second measured in one run,
 plus the opponent move latency of OpenSpiel's C++ MCTS next to its Python MCTS.
 
-Run: ``python benchmarks/env_throughput.py [--games 20000] [--repeats 3]``
+Run: ``python benchmarks/env_throughput.py [--games 20000] [--aec-games 2000] [--repeats 3]``
 """
 
 from __future__ import annotations
@@ -19,17 +21,19 @@ from typing import Any, Callable
 import gymnasium as gym
 import numpy as np
 import pyspiel
+from pettingzoo import AECEnv
 
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.games.leduc_poker import LeducPokerEnv
 from mage_envs.games.tic_tac_toe import TicTacToeEnv
 from mage_envs.numeric import KuhnPokerTensorEnv, LeducPokerTensorEnv, TicTacToeTensorEnv
+from mage_envs.pettingzoo import kuhn_poker_v0, leduc_poker_v0, tic_tac_toe_v0
 
-#: label -> (OpenSpiel game string, text env class, numeric env class)
-GAMES: dict[str, tuple[str, type[gym.Env], type[gym.Env]]] = {
-    "Kuhn Poker": ("kuhn_poker", KuhnPokerEnv, KuhnPokerTensorEnv),
-    "Leduc Poker": ("leduc_poker", LeducPokerEnv, LeducPokerTensorEnv),
-    "Tic-Tac-Toe": ("tic_tac_toe", TicTacToeEnv, TicTacToeTensorEnv),
+#: label -> (OpenSpiel game string, text env class, numeric env class, PettingZoo module)
+GAMES: dict[str, tuple[str, type[gym.Env], type[gym.Env], Any]] = {
+    "Kuhn Poker": ("kuhn_poker", KuhnPokerEnv, KuhnPokerTensorEnv, kuhn_poker_v0),
+    "Leduc Poker": ("leduc_poker", LeducPokerEnv, LeducPokerTensorEnv, leduc_poker_v0),
+    "Tic-Tac-Toe": ("tic_tac_toe", TicTacToeEnv, TicTacToeTensorEnv, tic_tac_toe_v0),
 }
 
 
@@ -70,6 +74,22 @@ def env_games(env: gym.Env, games: int, seed: int, answer: Callable[[Any], Any])
     return time.perf_counter() - start, steps
 
 
+def aec_games(env: AECEnv, games: int, seed: int) -> tuple[float, int]:
+    """Seconds and agent steps for ``games`` games of the PettingZoo AEC env, both seats
+    answering with random legal tagged actions (the waiting seat's pass turn counts too)."""
+    rng = random.Random(seed)
+    steps = 0
+    start = time.perf_counter()
+    for game in range(games):
+        env.reset(seed=seed + game)
+        for _ in env.agent_iter():
+            _, _, terminated, truncated, info = env.last()
+            legal = info["legal_actions"]
+            env.step(None if terminated or truncated else text_answer(rng.choice(legal)) if legal else "")
+            steps += 1
+    return time.perf_counter() - start, steps
+
+
 def text_answer(name: str) -> str:
     """The tagged answer a model is asked for."""
     return f"<action>{name}</action>"
@@ -97,39 +117,42 @@ def mcts_latency(simulations: int, moves: int, seed: int) -> tuple[float, float]
     return timings[0], timings[1]
 
 
-def compare(label: str, games: int, repeats: int, seed: int) -> None:
-    """Print raw, text and numeric games per second for one game, best of ``repeats``
-    (the three loops alternate within each repeat)."""
-    game_string, text_cls, numeric_cls = GAMES[label]
+def compare(label: str, games: int, aec: int, repeats: int, seed: int) -> None:
+    """Print raw, text, numeric and PettingZoo games per second for one game, best of
+    ``repeats`` (the loops alternate within each repeat)."""
+    game_string, text_cls, numeric_cls, aec_module = GAMES[label]
     loops = {
-        "raw pyspiel": lambda: raw_pyspiel(game_string, games, seed),
-        "text env": lambda: env_games(text_cls(opponent="random"), games, seed, text_answer),
-        "numeric env": lambda: env_games(numeric_cls(opponent="random"), games, seed, numeric_answer),
+        "raw pyspiel": (games, lambda: raw_pyspiel(game_string, games, seed)),
+        "text env": (games, lambda: env_games(text_cls(opponent="random"), games, seed, text_answer)),
+        "numeric env": (games, lambda: env_games(numeric_cls(opponent="random"), games, seed, numeric_answer)),
+        "pettingzoo": (aec, lambda: aec_games(aec_module.env(), aec, seed)),
     }
     best = dict.fromkeys(loops, float("inf"))
     steps = dict.fromkeys(loops, 0)
     for _ in range(repeats):
-        for name, loop in loops.items():
+        for name, (_, loop) in loops.items():
             seconds, steps[name] = loop()
             best[name] = min(best[name], seconds)
-    raw = best["raw pyspiel"]
-    print(f"{label}, {games} random games, best of {repeats}")
+    raw_rate = games / best["raw pyspiel"]
+    print(f"{label}, random games, best of {repeats}")
     for name, seconds in best.items():
+        rate = loops[name][0] / seconds
         unit = "agent decisions/s" if name == "raw pyspiel" else "env steps/s"
-        ratio = "" if name == "raw pyspiel" else f"  ratio to raw: {raw / seconds:.2f}x"
-        print(f"  {name:12s}: {games / seconds:10.0f} games/s {steps[name] / seconds:10.0f} {unit}{ratio}")
+        ratio = "" if name == "raw pyspiel" else f"  ratio to raw: {rate / raw_rate:.3f}x"
+        print(f"  {name:12s}: {rate:10.0f} games/s {steps[name] / seconds:10.0f} {unit}{ratio}")
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--games", type=int, default=20000)
+    parser.add_argument("--aec-games", type=int, default=2000, help="games for the PettingZoo loop")
     parser.add_argument("--repeats", type=int, default=3, help="best of N, alternating the loops")
     parser.add_argument("--game", choices=[*GAMES, "all"], default="all")
     parser.add_argument("--mcts-moves", type=int, default=20)
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     for label in GAMES if args.game == "all" else [args.game]:
-        compare(label, args.games, args.repeats, args.seed)
+        compare(label, args.games, args.aec_games, args.repeats, args.seed)
     if args.mcts_moves:
         cpp, py = mcts_latency(100, args.mcts_moves, args.seed)
         print(f"Tic-Tac-Toe opening move, MCTS-100: C++ {cpp * 1e3:.2f} ms, Python {py * 1e3:.2f} ms ({py / cpp:.0f}x)")

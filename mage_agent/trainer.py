@@ -164,15 +164,15 @@ class Trainer:
         (``minibatch_size`` is split between them) and sums their gradients."""
         algo, world = self.config.algo, self.world
         keep = [i for i, t in enumerate(turns) if not t.truncated and t.completion_ids]
-        if world.size == 1 and not keep:
+        size = math.ceil(algo.minibatch_size / world.size)
+        steps_per_epoch = world.maximum(math.ceil(len(keep) / size))
+        if not steps_per_epoch:  # every completion was cut off: nothing to learn from
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
         reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
-        size = math.ceil(algo.minibatch_size / world.size)
-        steps_per_epoch = world.maximum(math.ceil(len(keep) / size))
         for _ in range(algo.epochs):
             buckets = _length_buckets(lengths, size, rng)
             for chosen in buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets)):

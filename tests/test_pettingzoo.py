@@ -12,6 +12,7 @@ from pettingzoo.test import api_test, max_cycles_test, parallel_api_test, render
 from pettingzoo.utils import OrderEnforcingWrapper
 from pettingzoo.utils.conversions import aec_to_parallel
 
+from mage_envs.games.base import FORFEIT_LINE
 from mage_envs.opponents.base import Opponent
 from mage_envs.pettingzoo import MetaEpisodeAEC, kuhn_poker_v0, leduc_poker_v0, tic_tac_toe_v0
 from mage_envs.pettingzoo.text_game import OPPONENT_FORFEIT_LINE, TRUNCATED_LINE, WAIT_LINE
@@ -148,6 +149,35 @@ def test_each_seat_reads_the_single_agent_prompt(module):
                 obs, *_ = single.step(f"<action>{name}</action>")
                 expected.append(obs)
             assert prompts == expected
+
+
+@pytest.mark.parametrize("module", MODULES, ids=lambda m: m.__name__.rsplit(".", 1)[1])
+def test_prompts_kept_per_history_are_the_text_layer_prompts(module):
+    """The prompts the env keeps per seat and history (replayed seeds reuse them) are those
+    the text layer writes from scratch, with retry notices, waits, forfeits and truncations."""
+    env = module.env(max_cycles=4)
+    rng = random.Random(0)
+    closings = (WAIT_LINE, FORFEIT_LINE, OPPONENT_FORFEIT_LINE, TRUNCATED_LINE.format(cycles=4))
+    for game in range(60):
+        env.reset(seed=game % 12)
+        retrying = dict.fromkeys(env.agents, False)  # the seat's last answer earned a retry
+        for agent in env.agent_iter():
+            for name in env.agents:
+                prompt = env.observe(name)["prompt"]
+                lines = prompt.splitlines()
+                closing = lines[-1] if lines[-1] in closings else None
+                notice = next((line[len("Note: ") :] for line in lines if line.startswith("Note: ")), None)
+                legal = env.infos[name]["legal_actions"]
+                assert (notice is not None) == (retrying[name] and bool(legal))
+                state, seat = env.unwrapped.game_state, env.possible_agents.index(name)
+                assert prompt == env.unwrapped.text.prompt(state, seat, state.history(), legal, notice, closing)
+            _, _, terminated, truncated, info = env.last()
+            legal = info["legal_actions"]
+            answer = rng.choice([*(f"<action>{name}</action>" for name in legal), "nonsense", ""])
+            env.step(None if terminated or truncated else answer)
+            if legal and agent in env.infos:
+                report = env.infos[agent]["invalid_action"]
+                retrying[agent] = report is not None and report["applied"] == "retry"
 
 
 @pytest.mark.parametrize("module", POKER, ids=["kuhn", "leduc"])

@@ -23,7 +23,7 @@ from ..core.parsing import parse_action, tag_suffix
 from ..opponents.population import OpponentSpec
 from .engine import GameNode, OpenSpielGameEnv, Seat, splitmix64
 
-__all__ = ["FORFEIT_LINE", "OpenSpielTextEnv", "Seat", "splitmix64"]
+__all__ = ["FORFEIT_LINE", "OpenSpielTextEnv", "Seat", "accepted_answer", "splitmix64"]
 
 #: The last line of the prompt of a player who forfeited.
 FORFEIT_LINE = "You forfeited this game by not giving a legal action."
@@ -31,6 +31,17 @@ FORFEIT_LINE = "You forfeited this game by not giving a legal action."
 #: answers accepted without parsing (each name tagged, and bare with ``accept_bare``) ->
 #: names, and at the end of the game the episode summary.
 TextView = tuple[str, dict[str, int], dict[str, str], str | None]
+
+
+def accepted_answer(accepted: dict[str, str], action: Any) -> str | None:
+    """The legal name that ``action`` gives without parsing: ``accepted`` maps the canonical
+    answers (a tagged name, a bare one) to names; an answer that reasons, then gives one
+    canonical tag, is looked up by its :func:`~mage_envs.core.parsing.tag_suffix`. ``None``
+    when the answer must be parsed."""
+    if not isinstance(action, str):
+        return None
+    chosen = accepted.get(action)
+    return accepted.get(tag_suffix(action)) if chosen is None else chosen
 
 
 class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
@@ -102,11 +113,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        chosen = None
-        if isinstance(action, str):  # a canonical answer, or reasoning then a canonical tag
-            chosen = self._accepted.get(action)
-            if chosen is None:
-                chosen = self._accepted.get(tag_suffix(action))
+        chosen = accepted_answer(self._accepted, action)
         if chosen is None:
             parsed = parse_action(action, list(self._legal), accept_bare=self.accept_bare)
             if parsed.action is None:
@@ -123,12 +130,12 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     # ------------------------------------------------------------------ internals
     def _retry_observation(self, notice: str | None) -> str:
         private = self.private_view(self._state, self._seat)
-        return self._render(self._seat, self._node.trail, private, None, list(self._legal), notice)
+        return self.compose_prompt(self._seat, self._node.trail, private, None, list(self._legal), notice)
 
     def _clear_view(self) -> None:
         self._legal, self._accepted = {}, {}
         private = self.private_view(self._state, self._seat)
-        self._observation = self._render(self._seat, self._node.trail, private, FORFEIT_LINE, [], None)
+        self._observation = self.compose_prompt(self._seat, self._node.trail, private, FORFEIT_LINE, [], None)
         self._summary_text = self._summary_line(private, FORFEIT_LINE)
 
     def _view(self, terminal: bool) -> None:
@@ -147,7 +154,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             accepted.update({name: name for name in legal})
         private = self.private_view(state, seat)
         ending = self.describe_end(state, seat) if terminal else None
-        observation = self._render(seat, self._node.trail, private, ending, list(legal), None)
+        observation = self.compose_prompt(seat, self._node.trail, private, ending, list(legal), None)
         summary = None if ending is None else self._summary_line(private, ending)
         return observation, legal, accepted, summary
 
@@ -237,9 +244,9 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         private = self.private_view(state, seat)
         if closing is None and state.is_terminal():
             closing = self.describe_end(state, seat)
-        return self._render(seat, lines, private, closing, legal, notice)
+        return self.compose_prompt(seat, lines, private, closing, legal, notice)
 
-    def _render(
+    def compose_prompt(
         self,
         seat: int,
         lines: Sequence[str],

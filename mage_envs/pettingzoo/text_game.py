@@ -58,9 +58,9 @@ from pettingzoo import AECEnv
 
 from ..core.contract import MAX_ACTION_CHARS, InvalidActionPolicy, text_space
 from ..core.invalid import judge_invalid
-from ..core.parsing import parse_action
-from ..games.base import FORFEIT_LINE, OpenSpielTextEnv
-from ..games.engine import ChanceStream
+from ..core.parsing import ParsedAction, parse_action
+from ..games.base import FORFEIT_LINE, OpenSpielTextEnv, accepted_answer
+from ..games.engine import NODE_LIMIT, ChanceStream, GameNode, key_base
 
 AGENTS = ("player_0", "player_1")
 #: Default invalid-action policy: three retries per seat and game, then a forfeit.
@@ -72,6 +72,31 @@ OPPONENT_FORFEIT_LINE = "The opponent forfeited this game by not giving a legal 
 #: The last line of the prompts of a game cut off by ``max_cycles``.
 TRUNCATED_LINE = "The game was stopped: it reached its limit of {cycles} turns."
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
+#: What the env keeps per history: one :class:`~mage_envs.games.engine.GameNode` per seat.
+NodePair = tuple[GameNode, GameNode]
+
+
+class SeatView:
+    """What one seat reads at one history, computed once (a :class:`GameNode`'s ``view``).
+
+    ``private``: its private view; ``ending``: the end of the game at a terminal history;
+    ``legal``: its legal names -> ids when it is the seat to move (else empty), with
+    ``accepted`` (the answers read without parsing) and ``mask`` (its ``legal_moves``, never
+    handed out: observations get a copy); ``prompts``: its prompts without a notice, by the
+    line that ends them (``None``: the legal actions).
+    """
+
+    __slots__ = ("accepted", "ending", "legal", "mask", "private", "prompts")
+
+    def __init__(
+        self, private: str, ending: str | None, legal: dict[str, int], accepted: dict[str, str], mask: np.ndarray
+    ) -> None:
+        self.private = private
+        self.ending = ending
+        self.legal = legal
+        self.accepted = accepted
+        self.mask = mask
+        self.prompts: dict[str | None, str] = {}
 
 
 def render_prompt(env: AECEnv) -> str | None:
@@ -102,6 +127,12 @@ class TextGameAEC(AECEnv, EzPickle):
         max_cycles: truncate the game after this many turns (a complete game is shorter).
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the selected agent's
             prompt) or ``"human"`` (prints it at every step).
+
+    As the single-agent envs do (:class:`~mage_envs.games.engine.OpenSpielGameEnv`), the
+    env keeps a :class:`~mage_envs.games.engine.GameNode` per seat and history it has
+    played, keyed by an int that encodes the history (``self._key``; ``self._pair`` holds the
+    current nodes), so the chance odds, payoffs, history lines and each seat's
+    :class:`SeatView` (prompts, legal names, mask) are computed once per history.
     """
 
     text_env: ClassVar[type[OpenSpielTextEnv]]
@@ -153,6 +184,9 @@ class TextGameAEC(AECEnv, EzPickle):
         self.action_spaces = {agent: text_space(MAX_ACTION_CHARS) for agent in AGENTS}
         self._rng: random.Random | None = None
         self._state: pyspiel.State | None = None
+        self._nodes: dict[int, NodePair] = {}
+        self._base = key_base(self.game)
+        self._no_moves = np.zeros(num_actions, dtype=np.int8)
 
     def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]
@@ -170,7 +204,7 @@ class TextGameAEC(AECEnv, EzPickle):
         self._instance = int(self._rng.getrandbits(63) if instance is None else instance)
         self._chance = ChanceStream(self._instance)
         self._state = self.game.new_initial_state()
-        self._actions: list[int] = []
+        self._enter_root()
         self._play_chance()
         self.agents = list(self.possible_agents)
         self.rewards = dict.fromkeys(self.agents, 0.0)
@@ -208,13 +242,9 @@ class TextGameAEC(AECEnv, EzPickle):
 
     def observe(self, agent: str) -> dict[str, Any]:
         seat = AGENTS.index(agent)
-        names = self._legal(seat)
-        prompt = self.text.prompt(
-            self._state, seat, self._actions, list(names), self._notices[seat], self._closing(seat)
-        )
-        mask = np.zeros(self.game.num_distinct_actions(), dtype=np.int8)
-        mask[list(names.values())] = 1
-        return {"prompt": prompt, "legal_moves": mask}
+        view = self._view(seat)
+        mask = view.mask if self._may_act(seat) else self._no_moves
+        return {"prompt": self._prompt(seat, view), "legal_moves": mask.copy()}
 
     def render(self) -> str | None:
         return render_prompt(self)
@@ -229,10 +259,81 @@ class TextGameAEC(AECEnv, EzPickle):
             raise RuntimeError("call reset() first")
         return self._state
 
+    # ------------------------------------------------------------------ nodes
+    def _enter_root(self) -> None:
+        """Move to the nodes of the initial state (``self._state``): key ``1``."""
+        pair = self._nodes.get(1)
+        self._key, self._pair = 1, self._add_pair(1, ((), ())) if pair is None else pair
+
+    def _play(self, action: int) -> None:
+        """Apply ``action`` to the live state and move to its nodes (the history key grows
+        by one digit, as in :meth:`~mage_envs.games.engine.OpenSpielGameEnv._play`)."""
+        key = self._key * self._base + action + 1
+        pair = self._nodes.get(key)
+        if pair is None:
+            pair = self._grow(key, action)
+        else:
+            self._state.apply_action(action)
+        self._key, self._pair = key, pair
+
+    def _grow(self, key: int, action: int) -> NodePair:
+        """Apply ``action``, not played from this history before, and add its nodes, each
+        seat's trail extended by the history line it reads for ``action``."""
+        before = self._state.clone()
+        self._state.apply_action(action)
+        trails = []
+        for seat, parent in enumerate(self._pair):
+            line = self.text.describe_move(before, parent.player, action, seat)
+            trails.append(parent.trail if line is None else (*parent.trail, line))
+        return self._add_pair(key, (trails[0], trails[1]))
+
+    def _add_pair(self, key: int, trails: tuple[tuple[str, ...], tuple[str, ...]]) -> NodePair:
+        """Add the nodes of the live state at ``key``, clearing the table first when it
+        holds :data:`~mage_envs.games.engine.NODE_LIMIT` nodes."""
+        if 2 * len(self._nodes) >= NODE_LIMIT:
+            self._nodes.clear()
+        pair = self._nodes[key] = (GameNode(self._state, 0, trails[0]), GameNode(self._state, 1, trails[1]))
+        return pair
+
+    def _view(self, seat: int) -> SeatView:
+        """``seat``'s :class:`SeatView` of the current history."""
+        node = self._pair[seat]
+        view = node.view
+        if view is None:
+            view = node.view = self._new_view(seat, node)
+        return view
+
+    def _new_view(self, seat: int, node: GameNode) -> SeatView:
+        """``seat``'s :class:`SeatView` of the live state, whose node is ``node``."""
+        text, state = self.text, self._state
+        legal = text.action_names(state) if node.player == seat else {}
+        accepted = {f"<action>{name}</action>": name for name in legal}
+        if text.accept_bare:
+            accepted.update({name: name for name in legal})
+        mask = np.zeros(len(self._no_moves), dtype=np.int8)
+        mask[list(legal.values())] = 1
+        ending = text.describe_end(state, seat) if node.terminal else None
+        return SeatView(text.private_view(state, seat), ending, legal, accepted, mask)
+
+    def _prompt(self, seat: int, view: SeatView) -> str:
+        """``seat``'s prompt now (see :meth:`~mage_envs.games.base.OpenSpielTextEnv.prompt`):
+        kept in ``view`` unless it carries a notice."""
+        ending = self._closing(seat)
+        if ending is None:
+            ending = view.ending
+        notice = self._notices[seat] if ending is None else None
+        prompt = view.prompts.get(ending) if notice is None else None
+        if prompt is None:
+            legal = list(view.legal) if ending is None else []
+            prompt = self.text.compose_prompt(seat, self._pair[seat].trail, view.private, ending, legal, notice)
+            if notice is None:
+                view.prompts[ending] = prompt
+        return prompt
+
     # ------------------------------------------------------------------ turns
     @property
     def _over(self) -> bool:
-        return self._forfeiter is not None or self._state.is_terminal()
+        return self._forfeiter is not None or self._pair[0].terminal
 
     def _start_turn(self) -> None:
         """Begin a cycle: the seat to move may answer once."""
@@ -242,14 +343,15 @@ class TextGameAEC(AECEnv, EzPickle):
     def _may_act(self, seat: int) -> bool:
         return not self._moved and seat == self._mover and not any(self.truncations.values())
 
-    def _legal(self, seat: int) -> dict[str, int]:
-        return self.text.action_names(self._state) if self._may_act(seat) else {}
+    def _legal(self, seat: int) -> list[str]:
+        """The legal action names of ``seat`` now (none when it may not act)."""
+        return list(self._view(seat).legal) if self._may_act(seat) else []
 
     def _closing(self, seat: int) -> str | None:
         """The line that ends ``seat``'s prompt in place of the legal actions, if any."""
         if self._forfeiter is not None:
             return FORFEIT_LINE if seat == self._forfeiter else OPPONENT_FORFEIT_LINE
-        if self._state.is_terminal():
+        if self._pair[0].terminal:
             return None  # the game's own ending (showdown, final board)
         if any(self.truncations.values()):
             return TRUNCATED_LINE.format(cycles=self._cycles)
@@ -258,29 +360,36 @@ class TextGameAEC(AECEnv, EzPickle):
     def _answer(self, seat: int, action: Any) -> None:
         """Read the answer of the seat to move and apply it, or the invalid-action policy."""
         self._moved = True
-        names = self.text.action_names(self._state)
-        parsed = parse_action(action, list(names), accept_bare=self.text.accept_bare)
-        chosen = parsed.action
+        view = self._view(seat)
+        names = view.legal
+        chosen = accepted_answer(view.accepted, action)
         if chosen is None:
-            policy = self.text.invalid_policy
-            decision = judge_invalid(policy, parsed, list(names), self._retries[seat], self._rng)
-            self._retries[seat] = decision.retries_left
-            self._reports[AGENTS[seat]] = decision.report
-            self.rewards[AGENTS[seat]] += policy.penalty
-            if decision.applied == "retry":
-                self._notices[seat] = decision.notice
+            parsed = parse_action(action, list(names), accept_bare=self.text.accept_bare)
+            chosen = parsed.action if parsed.action is not None else self._invalid(seat, parsed, names)
+            if chosen is None:
                 return
-            if decision.applied == "forfeit":
-                self._forfeit(seat)
-                return
-            chosen = decision.substitute
         self._notices[seat] = None
-        self._actions.append(names[chosen])
-        self._state.apply_action(names[chosen])
+        self._play(names[chosen])
         self._play_chance()
-        if self._state.is_terminal():
-            for agent, payoff in zip(AGENTS, self._state.returns()):
-                self.rewards[agent] += payoff * self.text.reward_scale
+        if self._pair[0].terminal:
+            for agent, node in zip(AGENTS, self._pair):
+                self.rewards[agent] += node.payoff * self.text.reward_scale
+
+    def _invalid(self, seat: int, parsed: ParsedAction, names: dict[str, int]) -> str | None:
+        """Apply the invalid-action policy to ``seat``'s ``parsed`` answer (``names``: its
+        legal names -> ids): the name to play instead, or ``None`` (a retry, a forfeit)."""
+        policy = self.text.invalid_policy
+        decision = judge_invalid(policy, parsed, list(names), self._retries[seat], self._rng)
+        self._retries[seat] = decision.retries_left
+        self._reports[AGENTS[seat]] = decision.report
+        self.rewards[AGENTS[seat]] += policy.penalty
+        if decision.applied == "retry":
+            self._notices[seat] = decision.notice
+            return None
+        if decision.applied == "forfeit":
+            self._forfeit(seat)
+            return None
+        return decision.substitute
 
     def _forfeit(self, seat: int) -> None:
         forfeit_return = self.text.invalid_policy.forfeit_return
@@ -292,10 +401,10 @@ class TextGameAEC(AECEnv, EzPickle):
 
     def _play_chance(self) -> None:
         """Deal from the instance's chance stream until a player is to move (or the end)."""
-        while self._state.current_player() == _CHANCE:
-            action = self._chance.sample(self._state)
-            self._actions.append(action)
-            self._state.apply_action(action)
+        node = self._pair[0]
+        while node.player == _CHANCE:
+            self._play(self._chance.draw(node.cumulative, node.outcomes))
+            node = self._pair[0]
 
     def _end_cycle(self) -> None:
         self._cycles += 1
@@ -309,22 +418,23 @@ class TextGameAEC(AECEnv, EzPickle):
     def _outcome(self, seat: int) -> str | None:
         if self._forfeiter is not None:
             return "loss" if seat == self._forfeiter else "win"
-        if not self._state.is_terminal():
+        payoff = self._pair[seat].payoff
+        if payoff is None:
             return None
-        payoff = self._state.returns()[seat]
         return "win" if payoff > 0 else "loss" if payoff < 0 else "draw"
 
     def _update_infos(self) -> None:
+        over = self._over
         self.infos = {}
         for agent in self.agents:
             seat = AGENTS.index(agent)
             info: dict[str, Any] = {
-                "legal_actions": list(self._legal(seat)),
+                "legal_actions": self._legal(seat),
                 "seat": seat,
                 "invalid_action": self._reports[agent],
                 "instance": self._instance,
             }
-            if self._over:
+            if over:
                 outcome = self._outcome(seat)
                 info.update(outcome=outcome, success=outcome == "win", forfeit=self._forfeiter is not None)
             self.infos[agent] = info

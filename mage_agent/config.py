@@ -24,6 +24,9 @@ from typing import Any
 
 from .advantage import ESTIMATORS, SCOPES
 
+#: Model dtypes by name; ``"auto"`` is bfloat16 on a GPU and float32 on CPU.
+DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+
 
 @dataclass
 class ModelConfig:
@@ -132,8 +135,8 @@ class TrainConfig:
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.algo.schedule!r}")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
-        if self.model.dtype not in ("auto", "float32", "bfloat16", "float16"):
-            raise ValueError(f"dtype must be auto, float32, bfloat16 or float16, got {self.model.dtype!r}")
+        if self.model.dtype not in DTYPES:
+            raise ValueError(f"dtype must be one of {DTYPES}, got {self.model.dtype!r}")
         if self.env.prompt_style not in ("compact", "full"):
             raise ValueError(f"prompt_style must be 'compact' or 'full', got {self.env.prompt_style!r}")
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):

@@ -34,6 +34,16 @@ from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, P
 CACHE_LIMIT = 20_000
 
 
+def default_dtype(device: str | torch.device) -> torch.dtype:
+    """bf16 on a GPU, fp32 on CPU.
+
+    Example:
+        >>> default_dtype("cpu"), default_dtype("cuda:1")
+        (torch.float32, torch.bfloat16)
+    """
+    return torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How completions are sampled."""
@@ -121,9 +131,8 @@ class Policy:
         cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True,
         dtype: torch.dtype | None = None,
     ) -> Policy:
-        """Load a local path or hub id; ``dtype`` defaults to bf16 on GPU, fp32 on CPU."""
-        if dtype is None:
-            dtype = torch.bfloat16 if torch.device(device).type == "cuda" else torch.float32
+        """Load a local path or hub id; ``dtype`` defaults to :func:`default_dtype`."""
+        dtype = default_dtype(device) if dtype is None else dtype
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
         return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)

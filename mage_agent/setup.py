@@ -21,8 +21,8 @@ from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import load_entry_point
 
-from .config import TrainConfig
-from .policy import LoraSettings, Policy
+from .config import DTYPES, TrainConfig
+from .policy import LoraSettings, Policy, default_dtype
 from .tiny import TinyConfig, create_tiny
 
 TINY = "tiny"
@@ -35,21 +35,16 @@ def resolve_device(name: str) -> str:
     return name
 
 
-DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
-
-
 def resolve_dtype(name: str, device: str) -> torch.dtype:
-    """``"auto"`` -> bf16 on a GPU, fp32 on CPU; else the named dtype.
+    """``"auto"`` -> :func:`~mage_agent.policy.default_dtype` of ``device``; else the named dtype.
 
     Example:
         >>> resolve_dtype("auto", "cpu"), resolve_dtype("auto", "cuda:1"), resolve_dtype("bfloat16", "cpu")
         (torch.float32, torch.bfloat16, torch.bfloat16)
     """
-    if name == "auto":
-        return torch.bfloat16 if device.startswith("cuda") else torch.float32
     if name not in DTYPES:
-        raise ValueError(f"dtype must be 'auto' or one of {sorted(DTYPES)}, got {name!r}")
-    return DTYPES[name]
+        raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
+    return default_dtype(device) if name == "auto" else getattr(torch, name)
 
 
 def base_model_path(config: TrainConfig, output: Path) -> str:

@@ -25,8 +25,8 @@ from mage_envs.evaluation import evaluate
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .config import TrainConfig, apply_overrides, field_index, load_config
 from .plots import plot_evaluation, plot_training
-from .policy import Policy, Sampling
-from .setup import build_policy, env_kwargs, game_of, population_of
+from .policy import Policy
+from .setup import build_policy, env_kwargs, game_of, population_of, sampling_of
 
 
 def _flag(name: str) -> str:
@@ -77,9 +77,7 @@ def evaluate_policy(
     from mage_envs.oracle import best_nonadaptive_value
 
     if agent is None:
-        sampling = Sampling(config.rollout.temperature, config.rollout.top_p, config.rollout.top_k,
-                            config.rollout.max_new_tokens)
-        agent = PolicyAgent(policy, sampling, action_tokens=config.rollout.action_tokens,
+        agent = PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
                             seed=config.run.eval_seed, name=name)
     kwargs = env_kwargs(config)
     opponents = kwargs.get("opponent")
@@ -177,6 +175,6 @@ def eval_main(argv: Sequence[str]) -> int:
     agent = None
     if args.agent != "policy":
         builder = react_agent if args.agent == "react" else reflexion_agent
-        agent = builder(policy, Sampling(max_new_tokens=config.rollout.max_new_tokens), seed=config.run.eval_seed)
+        agent = builder(policy, sampling_of(config), seed=config.run.eval_seed)
     evaluate_policy(policy, config, output, args.agent, progress=not args.quiet, agent=agent)
     return 0

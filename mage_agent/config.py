@@ -76,6 +76,7 @@ class RolloutConfig:
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 1
+    generation_batch_size: int = 0  #: prompts per generate call (0: every pending prompt at once)
     action_tokens: bool = True  #: sample one token among the legal action names
 
 
@@ -92,7 +93,8 @@ class AlgoConfig:
     kl_coef: float = 0.0
     entropy_coef: float = 0.1
     epochs: int = 2
-    minibatch_size: int = 256
+    minibatch_size: int = 256  #: turns per optimizer step (split between processes)
+    micro_batch_size: int = 0  #: turns per forward/backward pass (0: the minibatch); only memory changes
     learning_rate: float = 1e-3
     weight_decay: float = 0.0
     max_grad_norm: float = 1.0
@@ -142,6 +144,10 @@ class TrainConfig:
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:
+            raise ValueError("micro_batch_size and generation_batch_size must be >= 0 (0: no limit)")
+        if self.algo.minibatch_size < 1:
+            raise ValueError("minibatch_size must be >= 1")
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -52,6 +52,7 @@ class Sampling:
     top_p: float = 1.0
     top_k: int = 0
     max_new_tokens: int = 64
+    batch_size: int = 0  #: prompts per forward batch (0: all of a call's prompts at once)
 
     def __post_init__(self) -> None:
         if self.temperature <= 0:
@@ -195,14 +196,22 @@ class Policy:
         allowed_ids: Sequence[list[int] | None] | None = None,
         seed: int | None = None,
     ) -> list[Generation]:
-        """Sample one completion per prompt in one batch (left-padded, KV-cached)."""
+        """Sample one completion per prompt, ``sampling.batch_size`` prompts per batch (0: all
+        in one), left-padded and KV-cached."""
         if not prompts:
             return []
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item()))
         encoded = self.encode_prompts(prompts)
+        size = sampling.batch_size or len(prompts)
+        return [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(
+            encoded[start:start + size], sampling, None if allowed_ids is None else allowed_ids[start:start + size],
+            generator)]
+
+    def _generate_batch(self, encoded: list[list[int]], sampling: Sampling,
+                        allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
         input_ids, attention = self._left_pad(encoded)
-        allowed_mask = self._allowed_mask(allowed_ids, len(prompts))
+        allowed_mask = self._allowed_mask(allowed_ids, len(encoded))
         self.model.eval()
         positions = (attention.cumsum(-1) - 1).clamp(min=0)
         out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
@@ -210,9 +219,9 @@ class Policy:
         cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
         past, logits = out[cache_key], out.logits[:, -1, :]
         eos = self.tokenizer.eos_token_id
-        finished = [False] * len(prompts)
-        tokens: list[list[int]] = [[] for _ in prompts]
-        logprobs: list[list[float]] = [[] for _ in prompts]
+        finished = [False] * len(encoded)
+        tokens: list[list[int]] = [[] for _ in encoded]
+        logprobs: list[list[float]] = [[] for _ in encoded]
         for step in range(sampling.max_new_tokens):
             scores = self._scores(logits, sampling.temperature, allowed_mask)
             token = self._sample(scores, sampling, generator)
@@ -230,7 +239,7 @@ class Policy:
                              use_cache=True, **{cache_key: past})
             past, logits = out[cache_key], out.logits[:, -1, :]
         results = []
-        for row in range(len(prompts)):
+        for row in range(len(encoded)):
             ended = bool(tokens[row]) and tokens[row][-1] == eos
             text = self.decode(tokens[row])
             truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
@@ -295,24 +304,34 @@ class Policy:
         policy scores them, without gradients.
         """
         rows = len(prompt_ids)
-        sequences = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids)]
-        width = max(len(s) for s in sequences)
+        # The positions that predict a completion read the prompt and the completion but its
+        # last token, so that is all the model is fed, and rows with the same input (a group's
+        # copies often share a prompt) share one forward pass.
+        inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
+        unique: dict[tuple[int, ...], int] = {}
+        source = torch.tensor([unique.setdefault(row, len(unique)) for row in inputs], dtype=torch.long)
+        width = max(len(row) for row in unique)
         comp_width = max(len(c) for c in completion_ids)
         pad = self.tokenizer.pad_token_id
         # right-padded rows, built as lists and converted once
-        ids = torch.tensor([s + [pad] * (width - len(s)) for s in sequences], dtype=torch.long)
-        attention = torch.tensor([[1] * len(s) + [0] * (width - len(s)) for s in sequences], dtype=torch.long)
-        gather_pos = torch.tensor([list(range(len(p) - 1, len(p) + len(c) - 1)) + [0] * (comp_width - len(c))
-                                   for p, c in zip(prompt_ids, completion_ids)], dtype=torch.long)
+        ids = torch.tensor([list(row) + [pad] * (width - len(row)) for row in unique], dtype=torch.long)
+        attention = torch.tensor([[1] * len(row) + [0] * (width - len(row)) for row in unique], dtype=torch.long)
+        # Only the span of positions that predict a completion token goes through the LM head:
+        # a long prompt's logits (positions x vocabulary) are never materialised.
+        first = min(len(p) for p in prompt_ids) - 1
+        kept = torch.arange(first, width, device=self.device)
+        gather_pos = torch.tensor([list(range(len(p) - 1 - first, len(p) + len(c) - 1 - first))
+                                   + [0] * (comp_width - len(c)) for p, c in zip(prompt_ids, completion_ids)],
+                                  dtype=torch.long)
         targets = torch.tensor([list(c) + [pad] * (comp_width - len(c)) for c in completion_ids], dtype=torch.long)
         mask = torch.tensor([[True] * len(c) + [False] * (comp_width - len(c)) for c in completion_ids],
                             dtype=torch.bool)
-        ids, attention = ids.to(self.device), attention.to(self.device)
+        ids, attention, source = ids.to(self.device), attention.to(self.device), source.to(self.device)
         gather_pos, targets, mask = gather_pos.to(self.device), targets.to(self.device), mask.to(self.device)
         model, context = self._scorer(reference)
-        with context:
-            logits = model(input_ids=ids, attention_mask=attention, use_cache=False).logits  # one pass: no KV cache
-        picked = logits.gather(1, gather_pos[:, :, None].expand(-1, -1, logits.shape[-1]))
+        with context:  # one pass, no KV cache
+            logits = model(input_ids=ids, attention_mask=attention, use_cache=False, logits_to_keep=kept).logits
+        picked = logits[source[:, None], gather_pos]  # (rows, completion tokens, vocabulary)
         allowed = self._allowed_mask(allowed_ids, rows)
         if allowed is not None:
             allowed = allowed[:, None, :].expand_as(picked)

@@ -22,7 +22,7 @@ from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import load_entry_point
 
 from .config import DTYPES, TrainConfig
-from .policy import LoraSettings, Policy, default_dtype
+from .policy import LoraSettings, Policy, Sampling, default_dtype
 from .tiny import TinyConfig, create_tiny
 
 TINY = "tiny"
@@ -85,6 +85,18 @@ def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = No
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)
+
+
+def sampling_of(config: TrainConfig) -> Sampling:
+    """The run's sampling settings (training rollouts and evaluation alike).
+
+    Example:
+        >>> sampling_of(TrainConfig()).max_new_tokens
+        1
+    """
+    rollout = config.rollout
+    return Sampling(temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
+                    max_new_tokens=rollout.max_new_tokens, batch_size=rollout.generation_batch_size)
 
 
 def game_of(env_id: str) -> str | None:

@@ -38,9 +38,9 @@ from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
 from .loss import ppo_loss
-from .policy import Policy, Sampling
+from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
-from .setup import base_model_path, build_policy, env_kwargs, population_of, resolve_device
+from .setup import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of
 
 
 #: The per-step diagnostics averaged into each iteration's metrics.
@@ -72,10 +72,7 @@ class Trainer:
         self.world.barrier()
         self.policy: Policy = build_policy(config, self.output, checkpoint, device=device)
         self.world.broadcast_parameters(self.policy.model)
-        self.sampling = Sampling(
-            temperature=config.rollout.temperature, top_p=config.rollout.top_p,
-            top_k=config.rollout.top_k, max_new_tokens=config.rollout.max_new_tokens,
-        )
+        self.sampling = sampling_of(config)
         algo = config.algo
         self.optimizer = torch.optim.AdamW(
             self.policy.trainable_parameters(), lr=algo.learning_rate, weight_decay=algo.weight_decay
@@ -178,13 +175,13 @@ class Trainer:
             for chosen in buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets)):
                 batch = [turns[keep[i]] for i in chosen]
                 # every process's tokens of this step: the loss's denominator
-                token_count = None if world.size == 1 else world.sum(sum(len(t.completion_ids) for t in batch))
+                token_count = world.sum(sum(len(t.completion_ids) for t in batch))
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
-                    stats = self._minibatch_loss(batch, advantages[[keep[i] for i in chosen]],
-                                                 None if reference is None else reference[chosen], token_count)
-                    for key in _LOSS_KEYS[:-1]:
-                        sums[key] += getattr(stats, key)
+                    stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
+                                                      None if reference is None else reference[chosen], token_count)
+                    for key, value in stats.items():
+                        sums[key] += value
                     steps += 1
                 world.sum_gradients(self.policy.trainable_parameters())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
@@ -197,22 +194,30 @@ class Trainer:
         keys = sorted({key for part, _ in totals for key in part}, key=list(_LOSS_KEYS).index)
         return {key: sum(part.get(key, 0.0) for part, _ in totals) / steps for key in keys}
 
-    def _minibatch_loss(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
-                        token_count: float | None):
-        """Forward and backward on one minibatch; the loss averages over ``token_count``
-        tokens (the step's tokens on every process) when given."""
+    def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
+                             token_count: float) -> dict[str, float]:
+        """Forward and backward on one minibatch, ``micro_batch_size`` rows at a time (the
+        gradients accumulate). The loss averages over ``token_count`` tokens (the step's
+        tokens on every process); returns the minibatch's token-mean diagnostics."""
         algo = self.config.algo
-        new, entropy, mask = self.policy.completion_logprobs(
-            [t.prompt_ids for t in batch], [t.completion_ids for t in batch],
-            temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in batch],
-        )
-        old = _pad([t.logprobs for t in batch], new.shape[1]).to(new.device)
-        ref = None if reference is None else reference[:, : new.shape[1]].to(new.device)
-        stats = ppo_loss(
-            new, old, ref, entropy, torch.tensor(advantages, dtype=torch.float32, device=new.device), mask,
-            clip=algo.clip, kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count,
-        )
-        stats.loss.backward()
+        micro = algo.micro_batch_size or len(batch)
+        own_tokens = sum(len(t.completion_ids) for t in batch)
+        stats: dict[str, float] = defaultdict(float)
+        for start in range(0, len(batch), micro):
+            part = batch[start:start + micro]
+            new, entropy, mask = self.policy.completion_logprobs(
+                [t.prompt_ids for t in part], [t.completion_ids for t in part],
+                temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part],
+            )
+            old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
+            ref = None if reference is None else reference[start:start + micro, : new.shape[1]].to(new.device)
+            part_advantages = torch.tensor(advantages[start:start + micro], dtype=torch.float32, device=new.device)
+            part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
+                                  kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count)
+            part_stats.loss.backward()
+            weight = sum(len(t.completion_ids) for t in part) / own_tokens
+            for key in _LOSS_KEYS[:-1]:
+                stats[key] += weight * getattr(part_stats, key)
         return stats
 
     # ------------------------------------------------------------------ bookkeeping
@@ -268,7 +273,7 @@ class Trainer:
     def _reference_logprobs(self, turns: list[Turn]) -> torch.Tensor:
         width = max(len(t.completion_ids) for t in turns)
         chunks = []
-        size = self.config.algo.minibatch_size
+        size = self.config.algo.micro_batch_size or self.config.algo.minibatch_size
         for start in range(0, len(turns), size):
             part = turns[start:start + size]
             ref, _, _ = self.policy.completion_logprobs(

@@ -45,6 +45,23 @@ def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     assert (p > 0).all()
 
 
+def test_generation_batch_size_caps_each_forward_pass(tokenizer):
+    policy = Policy(build_model(tokenizer), tokenizer)
+    prompts = ["You hold the King", "Opponent bets . You", "Legal actions :", "You call", "check"]
+    rows = []
+    hook = policy.model.get_output_embeddings().register_forward_hook(lambda m, i, o: rows.append(i[0].shape[0]))
+    capped = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
+    hook.remove()
+    assert rows and max(rows) == 2 and rows.count(1) >= 1  # batches of 2, 2 and 1
+    assert [g.prompt_ids for g in capped] == policy.encode_prompts(prompts)
+    again = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
+    assert [g.completion_ids for g in again] == [g.completion_ids for g in capped]
+    whole = policy.generate(prompts, Sampling(max_new_tokens=3), seed=4)
+    one_batch = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=len(prompts)), seed=4)
+    assert [g.completion_ids for g in one_batch] == [g.completion_ids for g in whole]
+    assert [g.logprobs for g in one_batch] == [g.logprobs for g in whole]
+
+
 def test_tokenizer_caches_answer_as_the_tokenizer(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
     prompts = ["You hold the King", "Opponent bets . You", "You hold the King"]
@@ -59,6 +76,54 @@ def test_tokenizer_caches_answer_as_the_tokenizer(tokenizer):
         assert policy.single_token_ids(["check", "check bet"]) is None
     ids = tokenizer("Opponent bets", add_special_tokens=False)["input_ids"] + [tokenizer.eos_token_id]
     assert policy.decode(ids) == policy.decode(ids) == tokenizer.decode(ids, skip_special_tokens=True)
+
+
+def _row_by_row(policy, prompts, completions, allowed):
+    """Log-probs and entropies computed one unpadded row at a time, all positions through the head."""
+    logprobs, entropies = [], []
+    for prompt, completion, ids in zip(prompts, completions, allowed):
+        logits = policy.model(input_ids=torch.tensor([prompt + completion])).logits[0]
+        scores = logits[len(prompt) - 1: len(prompt) + len(completion) - 1].float()
+        if ids is not None:
+            scores = scores.masked_fill(~torch.isin(torch.arange(scores.shape[-1]), torch.tensor(ids)), float("-inf"))
+        log_probs = torch.log_softmax(scores, -1)
+        logprobs.append(log_probs.gather(-1, torch.tensor(completion)[:, None])[:, 0])
+        probs = log_probs.exp()
+        entropies.append(-(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1))
+    return logprobs, entropies
+
+
+def test_scoring_shares_forward_passes_and_keeps_only_completion_logits(tokenizer):
+    """Rows with equal inputs share one forward pass and only the positions that predict a
+    completion token reach the LM head; values and gradients are those of row-by-row scoring."""
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=2)), tokenizer)
+    vocab = policy.model.get_output_embeddings().weight.shape[0]
+    g = torch.Generator().manual_seed(0)
+    shared = torch.randint(4, vocab, (9,), generator=g).tolist()
+    prompts = [shared, shared, shared, torch.randint(4, vocab, (5,), generator=g).tolist(), shared[:7], shared]
+    completions = [[11], [12], [11, 13, 14], [15, 16], [17], [11, 13, 9]]
+    allowed = [[11, 12], [11, 12], None, None, None, None]
+    seen = []
+    hook = policy.model.get_output_embeddings().register_forward_hook(lambda m, i, o: seen.append(tuple(i[0].shape)))
+    logprobs, entropy, mask = policy.completion_logprobs(prompts, completions, allowed_ids=allowed)
+    hook.remove()
+    # 4 distinct inputs: rows 0 and 1 share one, and so do rows 2 and 5, whose completions differ
+    # only in the last token, which no scored position reads; the 11-token rows keep positions
+    # 4..10 (the shortest prompt, 5 tokens, predicts its first completion token at position 4)
+    assert seen == [(4, 7, policy.model.config.hidden_size)]
+    expected_logprobs, expected_entropy = _row_by_row(policy, prompts, completions, allowed)
+    for row, completion in enumerate(completions):
+        assert mask[row].tolist() == [True] * len(completion) + [False] * (3 - len(completion))
+        assert logprobs[row, : len(completion)].tolist() == pytest.approx(expected_logprobs[row].tolist(), abs=1e-5)
+        assert entropy[row, : len(completion)].tolist() == pytest.approx(expected_entropy[row].tolist(), abs=1e-5)
+    assert float(logprobs[~mask].abs().sum()) == 0.0 and float(entropy[~mask].abs().sum()) == 0.0
+    policy.model.zero_grad()
+    (logprobs.sum() + entropy.sum()).backward()
+    batched = [p.grad.clone() for p in policy.model.parameters()]
+    policy.model.zero_grad()
+    sum(lp.sum() + h.sum() for lp, h in zip(*_row_by_row(policy, prompts, completions, allowed))).backward()
+    for got, want in zip(batched, (p.grad for p in policy.model.parameters())):
+        assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
 def test_allowed_mask_rows(tokenizer):

@@ -91,6 +91,11 @@ def test_config_files_and_validation(tmp_path):
         apply_overrides(TrainConfig(), {"group_size": 1})
     with pytest.raises(ValueError, match="unknown setting"):
         apply_overrides(TrainConfig(), {"learning_rte": 1.0})
+    for name in ("micro_batch_size", "generation_batch_size"):
+        with pytest.raises(ValueError, match=name):
+            apply_overrides(TrainConfig(), {name: -1})
+    with pytest.raises(ValueError, match="minibatch_size"):
+        apply_overrides(TrainConfig(), {"minibatch_size": 0})
 
 
 def test_single_agent_tasks_train_without_a_population(tmp_path):
@@ -105,3 +110,62 @@ def test_single_agent_tasks_train_without_a_population(tmp_path):
 def test_held_out_archetypes_are_refused_for_training(tmp_path):
     with pytest.raises(ValueError, match="held-out"):
         Trainer(run_config(tmp_path, "bad", single_opponent="bluffer"), progress=False)
+
+
+def test_micro_batches_accumulate_to_the_minibatch_update(tmp_path):
+    """``micro_batch_size`` splits each minibatch's forward/backward passes; the update and
+    the logged diagnostics are those of the whole minibatch."""
+    extra = {"iterations": 1, "kl_coef": 0.05, "epochs": 2}
+    whole = Trainer(run_config(tmp_path, "whole", **extra), progress=False)
+    split = Trainer(run_config(tmp_path, "split", micro_batch_size=3, **extra), progress=False)
+    initial = parameters(split)
+    scored = []
+    score = split.policy.completion_logprobs
+    split.policy.completion_logprobs = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
+                                                                         score(prompts, *args, **kwargs))[1]
+    a, b = whole.train()[-1], split.train()[-1]
+    assert scored and max(scored) == 3 and sum(scored) > 3  # scored in micro-batches, the reference too
+    before, after = parameters(whole), parameters(split)
+    assert any(not torch.equal(initial[n], after[n]) for n in initial)
+    for name in before:
+        assert torch.allclose(before[name], after[name], atol=2e-6, rtol=0), name
+    for key in ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm"):
+        assert a[key] == pytest.approx(b[key], rel=1e-4, abs=1e-6), key
+    assert a["return_ep1"] == b["return_ep1"] and a["meta_episodes"] == b["meta_episodes"]
+
+
+def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
+    """Completions of different lengths: the accumulated gradient and the token-mean
+    diagnostics equal one pass over the whole minibatch."""
+    from mage_agent.rollout import Turn
+
+    trainer = Trainer(run_config(tmp_path, "grads", kl_coef=0.05), progress=False)
+    g = torch.Generator().manual_seed(0)
+    vocab = trainer.policy.model.get_output_embeddings().weight.shape[0]
+    turns = []
+    for row in range(7):
+        prompt = torch.randint(4, vocab, (5 + row % 3,), generator=g).tolist()
+        completion = torch.randint(4, vocab, (1 + row % 4,), generator=g).tolist()
+        turns.append(Turn(traj=row, group=0, opponent="x", episode=0, phase="act", prompt_ids=prompt,
+                          completion_ids=completion, logprobs=[-5.0 + 0.3 * k for k in range(len(completion))],
+                          reward=0.0, invalid=False, truncated=False, anchor="", allowed_ids=None))
+    advantages = torch.linspace(-1.0, 1.5, len(turns)).numpy()
+    reference = trainer._reference_logprobs(turns)
+    with torch.no_grad():  # move the policy away from the reference: a non-zero KL term
+        for param in trainer.policy.trainable_parameters():
+            param.add_(0.05 * torch.randn(param.shape, generator=g))
+    tokens = float(sum(len(t.completion_ids) for t in turns))
+
+    def gradients(micro):
+        trainer.config.algo.micro_batch_size = micro
+        trainer.optimizer.zero_grad(set_to_none=True)
+        stats = trainer._minibatch_gradients(turns, advantages, reference, tokens)
+        return stats, [p.grad.clone() for p in trainer.policy.trainable_parameters()]
+
+    (whole_stats, whole_grads), (split_stats, split_grads) = gradients(0), gradients(2)
+    for a, b in zip(whole_grads, split_grads):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+    assert max(float(a.abs().max()) for a in whole_grads) > 1e-3
+    for key, value in whole_stats.items():
+        assert split_stats[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
+    assert whole_stats["clip_fraction"] > 0 and whole_stats["kl"] > 0

@@ -45,7 +45,7 @@ def run_one(job: tuple[str, int, int, int, str]) -> dict:
     overrides = {"iterations": iterations, "seed": seed, "output_dir": f"{out}/{variant}-s{seed}",
                  "eval_meta_episodes": eval_meta_episodes, "tensorboard": False, "checkpoint_every": 0,
                  "heldout": [], **VARIANTS[variant]}
-    trainer = Trainer(apply_overrides(TrainConfig(), overrides), progress=False)
+    trainer = Trainer(apply_overrides(TrainConfig(), overrides), progress=False, overwrite=True)
     trainer.train()
     return {"variant": variant, "seed": seed, "report": evaluate_run(Path(overrides["output_dir"]))}
 

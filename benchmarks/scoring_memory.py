@@ -7,7 +7,7 @@ variant runs forward and backward on the same batch in its own process, and the 
 resident memory above the process's level before scoring is reported (``ru_maxrss``), with
 the ratio of the two measured in one run. Both variants must give the same log-probs.
 
-Run: ``python benchmarks/scoring_memory.py [--rows 8] [--prompt 1024] [--completion 16]``
+Run: ``python benchmarks/scoring_memory.py [--rows 4] [--prompt 512] [--completion 16] [--duplicates 1]``
 """
 
 from __future__ import annotations
@@ -62,8 +62,8 @@ def measure(variant: str, rows: int, prompt: int, completion: int, vocab: int, d
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--rows", type=int, default=8, help="completions scored in one batch")
-    parser.add_argument("--prompt", type=int, default=1024, help="prompt tokens per row")
+    parser.add_argument("--rows", type=int, default=4, help="completions scored in one batch")
+    parser.add_argument("--prompt", type=int, default=512, help="prompt tokens per row")
     parser.add_argument("--completion", type=int, default=16, help="completion tokens per row")
     parser.add_argument("--vocab", type=int, default=151_936)
     parser.add_argument("--duplicates", type=int, default=1, help="rows sharing each prompt (a group's copies)")

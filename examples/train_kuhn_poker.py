@@ -24,6 +24,7 @@ def main() -> None:
     parser.add_argument("--eval-meta-episodes", type=int, default=200)
     parser.add_argument("--output-dir", default="runs/example-kuhn")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in --output-dir")
     args = parser.parse_args()
 
     # 1. The recipe: differential reward, a population of three styles, per-archetype
@@ -44,7 +45,7 @@ def main() -> None:
 
     # 2. The trainer builds the tiny model (or loads config.model.name_or_path), the
     #    optimizer and the lockstep rollout runner.
-    trainer = Trainer(config)
+    trainer = Trainer(config, overwrite=args.overwrite)
 
     # 3. Each iteration: collect -> credit (returns + advantages) -> PPO update -> log.
     for iteration in range(config.run.iterations):

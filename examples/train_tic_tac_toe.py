@@ -33,6 +33,7 @@ def main() -> None:
     parser.add_argument("--eval-meta-episodes", type=int, default=100)
     parser.add_argument("--output-dir", default="runs/example-ttt")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in --output-dir")
     args = parser.parse_args()
 
     config = apply_overrides(TrainConfig(), {
@@ -45,7 +46,7 @@ def main() -> None:
         "output_dir": args.output_dir,
         "seed": args.seed,
     })
-    trainer = Trainer(config)
+    trainer = Trainer(config, overwrite=args.overwrite)
     trainer.train()
     evaluate_policy(trainer.policy, config, Path(args.output_dir) / "eval.json", "example")
 

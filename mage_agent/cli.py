@@ -47,6 +47,8 @@ def train_parser() -> argparse.ArgumentParser:
                                      "tiny model on mage/KuhnPoker-meta-v0, on CPU).")
     parser.add_argument("--config", help="YAML file with model/env/rollout/algo/run sections")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --output-dir")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="remove an earlier run's logs, checkpoints and evaluations from --output-dir first")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     for name, (section, f) in field_index(TrainConfig()).items():
         default = getattr(getattr(TrainConfig(), section), name)
@@ -124,7 +126,12 @@ def train_main(argv: Sequence[str]) -> int:
     except (ValueError, OSError) as error:
         parser.error(str(error))
     output = Path(config.run.output_dir)
-    trainer = Trainer(config, resume=args.resume, progress=not args.quiet)
+    if args.resume and args.overwrite:
+        parser.error("--resume continues the run in --output-dir and --overwrite removes it: pass one")
+    try:
+        trainer = Trainer(config, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
+    except FileExistsError as error:
+        parser.error(str(error))
     main = trainer.world.is_main  # under torchrun, rank 0 writes and evaluates
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))

@@ -304,9 +304,9 @@ class Policy:
         policy scores them, without gradients.
         """
         rows = len(prompt_ids)
-        # The positions that predict a completion read the prompt and the completion but its
-        # last token, so that is all the model is fed, and rows with the same input (a group's
-        # copies often share a prompt) share one forward pass.
+        # The positions that predict a completion read the prompt and all of the completion
+        # except its last token, so that is all the model is fed; rows with the same input (a
+        # group's copies often share a prompt) share one forward pass.
         inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
         unique: dict[tuple[int, ...], int] = {}
         source = torch.tensor([unique.setdefault(row, len(unique)) for row in inputs], dtype=torch.long)

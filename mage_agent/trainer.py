@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import json
 import math
+import shutil
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -45,14 +46,28 @@ from .setup import base_model_path, build_policy, env_kwargs, population_of, res
 
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
+#: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).
+RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
+
+
+def earlier_run(output: Path) -> list[Path]:
+    """The files an earlier run left in ``output`` (its model, logs, checkpoints, evaluations).
+
+    Example:
+        >>> earlier_run(Path("/nonexistent"))
+        []
+    """
+    named = [output / name for name in RUN_FILES if (output / name).exists()]
+    return named + sorted(output.glob("eval*.json")) + sorted(output.glob("eval*.png"))
 
 
 class Trainer:
     """Runs :class:`~mage_agent.config.TrainConfig`; ``resume=True`` continues from the
-    newest checkpoint in the output directory."""
+    newest checkpoint in the output directory. A new run refuses a folder that holds an
+    earlier run's logs or checkpoints, unless ``overwrite=True`` (which removes them)."""
 
     def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True,
-                 world: World | None = None) -> None:
+                 world: World | None = None, overwrite: bool = False) -> None:
         self.config = config
         self.output = Path(config.run.output_dir)
         self.output.mkdir(parents=True, exist_ok=True)
@@ -66,7 +81,11 @@ class Trainer:
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
         self.population = population_of(config)  # first: a bad population fails before any work
+        if not resume:
+            self._claim_output(overwrite)
         checkpoint = latest_checkpoint(self.output / "checkpoints") if resume else None
+        if checkpoint is None and self.world.is_main:  # a resumed run that never saved starts over
+            (self.output / "metrics.jsonl").unlink(missing_ok=True)
         if self.world.is_main:  # the embedded model is built once, by one process
             base_model_path(config, self.output)
         self.world.barrier()
@@ -90,6 +109,22 @@ class Trainer:
                 lines = "".join(json.dumps(m) + "\n" for m in self.history)
                 (self.output / "metrics.jsonl").write_text(lines)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
+
+    def _claim_output(self, overwrite: bool) -> None:
+        """Refuse an earlier run's folder (nothing is lost), or remove its files if ``overwrite``."""
+        found = earlier_run(self.output)
+        if found and not overwrite:
+            raise FileExistsError(
+                f"{self.output} holds an earlier run ({', '.join(p.name for p in found)}): continue it with "
+                "--resume, replace it with --overwrite, or choose another --output-dir"
+            )
+        self.world.barrier()  # every process has looked before anything is removed
+        if found and self.world.is_main:
+            for path in found:
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink()
 
     # ------------------------------------------------------------------ the loop
     def train(self) -> list[dict[str, Any]]:

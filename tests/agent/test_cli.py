@@ -50,3 +50,41 @@ def test_prompting_baselines_run_on_any_model(tmp_path):
         assert report["agent"] == agent
         # a random tiny model rarely writes a legal action: the harness must say so
         assert all(0.0 <= r["invalid_action_rate"] <= 1.0 for r in report["opponents"].values())
+
+
+def test_a_new_run_refuses_an_earlier_one_unless_told(tmp_path, capsys):
+    import pytest
+
+    out = tmp_path / "run"
+    flags = ["--groups-per-iteration", "2", "--group-size", "2", "--eval-meta-episodes", "0", "--output-dir", str(out),
+             "--quiet", "--tensorboard", "false", "--checkpoint-every", "1"]
+    assert main(["train", "--iterations", "2"] + flags) == 0
+    (out / "notes.txt").write_text("mine")
+    weights = (out / "checkpoints" / "iter-000002" / "model" / "model.safetensors").read_bytes()
+    with pytest.raises(SystemExit) as stop:
+        main(["train", "--iterations", "1"] + flags)
+    assert stop.value.code == 2
+    error = capsys.readouterr().err
+    assert "holds an earlier run" in error and "--resume" in error and "--overwrite" in error
+    # nothing was touched
+    assert (out / "checkpoints" / "iter-000002" / "model" / "model.safetensors").read_bytes() == weights
+    assert len((out / "metrics.jsonl").read_text().splitlines()) == 2
+    with pytest.raises(SystemExit):
+        main(["train", "--resume", "--overwrite"] + flags)
+
+    assert main(["train", "--iterations", "1", "--overwrite"] + flags) == 0
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in lines] == [1]  # the new run's log only
+    assert sorted(p.name for p in (out / "checkpoints").iterdir()) == ["iter-000001", "latest"]
+    assert (out / "notes.txt").read_text() == "mine"  # only the run's own files are removed
+
+
+def test_resume_without_a_checkpoint_starts_a_clean_log(tmp_path):
+    out = tmp_path / "run"
+    out.mkdir()
+    (out / "metrics.jsonl").write_text('{"iteration": 1}\n')  # killed before its first checkpoint
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2",
+                 "--eval-meta-episodes", "0", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
+                 "--resume"]) == 0
+    lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
+    assert len(lines) == 1 and "return_ep1" in lines[0]

@@ -89,14 +89,15 @@ def summarise(results: list[dict]) -> dict[str, dict[str, float]]:
     """Mean ± SE over seeds of the archetype-averaged first/final returns and the gain."""
     table: dict[str, dict[str, float]] = {}
     for variant in VARIANTS:
-        runs = [r["report"] for r in results if r["variant"] == variant]
+        runs = [r["report"] for r in sorted(results, key=lambda r: r["seed"]) if r["variant"] == variant]
         if not runs:
             continue
         first = [np.mean([run["opponents"][a]["mean_return_by_episode"][0] for a in TRAINING_ARCHETYPES]) for run in runs]
         final = [np.mean([run["opponents"][a]["mean_return_by_episode"][-1] for a in TRAINING_ARCHETYPES]) for run in runs]
         gain = [f - run["best_nonadaptive_value"] for f, run in zip(final, runs)]
         se = lambda xs: float(np.std(xs, ddof=1) / np.sqrt(len(xs))) if len(xs) > 1 else float("nan")  # noqa: E731
-        table[variant] = {"seeds": len(runs), "first": float(np.mean(first)), "first_se": se(first),
+        table[variant] = {"seeds": len(runs), "finals": [round(float(f), 3) for f in final],
+                          "first": float(np.mean(first)), "first_se": se(first),
                           "final": float(np.mean(final)), "final_se": se(final),
                           "gain": float(np.mean(gain)), "gain_se": se(gain)}
     return table
@@ -111,12 +112,13 @@ def write_docs(table: dict, iterations: int, ceiling: float, nonadaptive: float)
         "repeated deals; returns in chips per hand averaged over archetypes, mean ± standard error",
         f"over seeds. Best non-adaptive value: {nonadaptive:+.3f}; knowing the deal: {ceiling:+.3f}.",
         "",
-        "| variant | seeds | episode 1 return | final-episode return | gain over non-adaptive |",
-        "|---|---|---|---|---|",
+        "| variant | seeds | episode 1 return | final-episode return | gain over non-adaptive | final, seed by seed |",
+        "|---|---|---|---|---|---|",
     ]
     for variant, row in table.items():
         lines.append(f"| {variant} | {row['seeds']} | {row['first']:+.3f} ± {row['first_se']:.3f} | "
-                     f"{row['final']:+.3f} ± {row['final_se']:.3f} | {row['gain']:+.3f} ± {row['gain_se']:.3f} |")
+                     f"{row['final']:+.3f} ± {row['final_se']:.3f} | {row['gain']:+.3f} ± {row['gain_se']:.3f} | "
+                     + " ".join(f"{value:+.3f}" for value in row["finals"]) + " |")
     lines += ["", "![learning](learning.png)", ""]
     (ROOT / "docs" / "learning.md").write_text("\n".join(lines))
 
@@ -134,6 +136,11 @@ def plot(table: dict, path: Path) -> None:
            label="episode 1", capsize=3)
     ax.bar(x + 0.2, [table[n]["final"] for n in names], 0.4, yerr=[table[n]["final_se"] for n in names],
            label="final episode", capsize=3)
+    for i, name in enumerate(names):  # the seeds themselves: the outcome is often bimodal
+        finals = table[name]["finals"]
+        ax.scatter(i + 0.2 + np.linspace(-0.08, 0.08, len(finals)), finals, color="black", s=12, zorder=3,
+                   label="final episode, one seed" if i == 0 else None)
+    ax.axhline(0, color="grey", lw=0.8)
     ax.set_xticks(x, names)
     ax.set_ylabel("return (chips per hand)")
     ax.set_title("MAGE vs ablations (mean ± SE over seeds)")

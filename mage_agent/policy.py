@@ -61,6 +61,8 @@ class Sampling:
             raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
         if self.max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
+        if self.batch_size < 0:
+            raise ValueError(f"batch_size must be >= 0 (0: all prompts at once), got {self.batch_size}")
 
 
 @dataclass(frozen=True)

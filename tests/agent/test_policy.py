@@ -56,6 +56,8 @@ def test_generation_batch_size_caps_each_forward_pass(tokenizer):
     assert [g.prompt_ids for g in capped] == policy.encode_prompts(prompts)
     again = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
     assert [g.completion_ids for g in again] == [g.completion_ids for g in capped]
+    with pytest.raises(ValueError, match="batch_size"):
+        Sampling(batch_size=-1)
     whole = policy.generate(prompts, Sampling(max_new_tokens=3), seed=4)
     one_batch = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=len(prompts)), seed=4)
     assert [g.completion_ids for g in one_batch] == [g.completion_ids for g in whole]

@@ -40,6 +40,7 @@ class ModelConfig:
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
     device: str = "auto"  #: "auto" (cuda when available), "cpu", "cuda"...
     dtype: str = "auto"  #: "auto" (bfloat16 on GPU, float32 on CPU), "float32", "bfloat16", "float16"
+    activation_checkpointing: bool = False  #: recompute layer activations in backward (less memory)
 
 
 @dataclass

@@ -122,6 +122,7 @@ class Policy:
             )
         self.model = model.to(self.device)
         self.has_adapter = hasattr(self.model, "disable_adapter")
+        self.activation_checkpointing = False
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
@@ -346,9 +347,27 @@ class Policy:
         entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
         return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
 
+    def enable_activation_checkpointing(self) -> None:
+        """Keep no decoder-layer activations for backward; recompute them instead (less
+        memory on long prompts, for about one more forward pass of time). Values and
+        gradients are unchanged."""
+        base = self.model.get_base_model() if self.has_adapter else self.model
+        enable = getattr(base, "activation_checkpointing_enable", None)
+        if enable is not None:  # transformers >= 5.x names it so
+            enable(activation_checkpointing_kwargs={"use_reentrant": False})
+        else:
+            base.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        self.activation_checkpointing = True
+
     def _scorer(self, reference: bool):
         if not reference:
             self.model.eval()  # dropout off, as in TRL's RL trainers: ratios start at exactly 1
+            if self.activation_checkpointing:
+                # transformers checkpoints a layer only while that layer is in training mode:
+                # switch on the flag of the layers alone, so their dropouts stay off
+                for module in self.model.modules():
+                    if getattr(module, "gradient_checkpointing", False):
+                        module.training = True
             return self.model, nullcontext()
         if self.has_adapter:
             return self.model, _NoGradAdapterOff(self.model)

@@ -60,7 +60,14 @@ def base_model_path(config: TrainConfig, output: Path) -> str:
 def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = None,
                  device: str | None = None) -> Policy:
     """The policy at the start of training, or as saved in ``checkpoint`` (resume), on
-    ``device`` (default: the config's)."""
+    ``device`` (default: the config's), with activation checkpointing if configured."""
+    policy = _load_policy(config, output, checkpoint, device)
+    if config.model.activation_checkpointing:
+        policy.enable_activation_checkpointing()
+    return policy
+
+
+def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, device: str | None) -> Policy:
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = device or resolve_device(config.model.device)

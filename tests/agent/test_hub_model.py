@@ -100,9 +100,11 @@ def test_lora_bfloat16_run_trains_the_adapter_only_and_evaluates(chat_model, tmp
         "kl_coef": 0.05, "action_tokens": False, "max_new_tokens": 12, "iterations": 2, "groups_per_iteration": 2,
         "group_size": 4, "minibatch_size": 16, "checkpoint_every": 1, "eval_meta_episodes": 0, "tensorboard": False,
         "warmup_iterations": 0, "output_dir": str(out), "device": DEVICE,
-        "micro_batch_size": 4, "generation_batch_size": 4,  # the memory settings a large model needs
+        # the memory settings a large model needs
+        "micro_batch_size": 4, "generation_batch_size": 4, "activation_checkpointing": True,
     })
     trainer = Trainer(config, progress=False)
+    assert trainer.policy.activation_checkpointing
     base = {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters() if not p.requires_grad}
     history = trainer.train()
     trainable = {n: p for n, p in trainer.policy.model.named_parameters() if p.requires_grad}

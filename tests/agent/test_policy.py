@@ -128,6 +128,38 @@ def test_scoring_shares_forward_passes_and_keeps_only_completion_logits(tokenize
         assert torch.allclose(got, want, atol=1e-5, rtol=1e-4)
 
 
+@pytest.mark.parametrize("lora", [None, LoraSettings(rank=4, alpha=8, dropout=0.5)])
+def test_activation_checkpointing_recomputes_layers_and_keeps_gradients(tokenizer, lora):
+    """Each decoder layer runs again during backward; values and gradients stay the same and
+    dropout stays off (a LoRA dropout of 0.5 would change the log-probs)."""
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=3)), tokenizer, lora=lora)
+    with torch.no_grad():  # a non-zero adapter, so that its dropout would show
+        for name, param in policy.model.named_parameters():
+            if "lora_B" in name:
+                param.add_(0.1)
+    prompts, completions = [[3, 4, 5, 6], [3, 4, 7]], [[8, 9], [10]]
+
+    def score():
+        layer = next(m for m in policy.model.modules() if type(m).__name__ == "LlamaDecoderLayer")
+        calls = []
+        hook = layer.self_attn.q_proj.register_forward_hook(lambda module, args, out: calls.append(1))
+        policy.model.zero_grad()
+        logprobs, entropy, _ = policy.completion_logprobs(prompts, completions)
+        (logprobs.sum() + entropy.sum()).backward()
+        hook.remove()
+        return logprobs.detach(), [p.grad.clone() for p in policy.trainable_parameters()], len(calls)
+
+    plain_logprobs, plain_grads, plain_calls = score()
+    policy.enable_activation_checkpointing()
+    logprobs, grads, calls = score()
+    assert (plain_calls, calls) == (1, 2)  # a layer's query projection: forward, then again in backward
+    assert torch.equal(logprobs, plain_logprobs)
+    for a, b in zip(plain_grads, grads):
+        assert torch.allclose(a, b, atol=1e-6, rtol=1e-5)
+    again, _, _ = score()
+    assert torch.equal(again, plain_logprobs)  # still no dropout on a second pass
+
+
 def test_allowed_mask_rows(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
     mask = policy._allowed_mask([[3, 5], None, []], 3)

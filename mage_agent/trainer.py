@@ -64,7 +64,7 @@ def earlier_run(output: Path) -> list[Path]:
 class Trainer:
     """Runs :class:`~mage_agent.config.TrainConfig`; ``resume=True`` continues from the
     newest checkpoint in the output directory. A new run refuses a folder that holds an
-    earlier run's logs or checkpoints, unless ``overwrite=True`` (which removes them)."""
+    earlier run's files (:func:`earlier_run`), unless ``overwrite=True`` removes them."""
 
     def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True,
                  world: World | None = None, overwrite: bool = False) -> None:

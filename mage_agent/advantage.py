@@ -15,6 +15,12 @@ baseline), optionally divided by a standard deviation pooled over the *scope*:
   scales differ by opponent, so statistics are kept apart per archetype);
 * ``"global"`` — the whole batch.
 
+The baseline is the mean of the group's copies that met the same archetype, except under
+``"global"``, where it pools the group's copies whatever archetype they met. When every
+copy of a group meets one archetype (the default rollout) the two baselines coincide; when
+copies meet different archetypes (``group_opponents: mixed``) ``"global"`` pools
+archetypes in both the baseline and the deviation: the paper's global normalisation.
+
 ``estimator="gigpo"`` adds a step-level term: the return centred on the turns whose prompt
 (anchor observation) is identical within the scope, as in GiGPO.
 
@@ -96,13 +102,13 @@ def discounted_returns(turns: TurnTable, gamma_step: float, gamma_traj: float) -
 def _keys(turns: TurnTable, i: int, scope: Scope) -> tuple[tuple, tuple]:
     """(centring key, scaling key) of turn ``i``: the group always centres; ``scope`` scales."""
     slot = (turns.episode[i], turns.phase[i])
-    centre = (*slot, turns.group[i])
+    centre = (*slot, turns.group[i], turns.archetype[i])
     if scope == "group":
         return centre, centre
     if scope == "per-archetype":
         return centre, (*slot, turns.archetype[i])
     if scope == "global":
-        return centre, slot
+        return (*slot, turns.group[i]), slot
     raise ValueError(f"scope must be one of {SCOPES}, got {scope!r}")
 
 
@@ -177,3 +183,35 @@ def group_advantages(
         anchor_keys = [(*s, turns.anchor[i]) for i, s in enumerate(scale_keys)]
         advantages = advantages + step_weight * centre(returns, anchor_keys)
     return scale(advantages, scale_keys) if std else advantages
+
+
+def advantage_diagnostics(turns: TurnTable, returns: np.ndarray, advantages: np.ndarray,
+                          logprobs: np.ndarray) -> dict[str, float]:
+    """Per-archetype health of one batch's credit, for the logs (acting turns only):
+
+    * ``return_spread/<a>`` — the mean standard deviation of returns within a group and slot;
+    * ``advantage_scale/<a>`` — the mean absolute advantage;
+    * ``zero_advantage_groups/<a>`` — the share of groups whose advantages are all zero
+      (nothing to learn from them);
+    * ``entropy/<a>`` — the sampling entropy, estimated by minus the mean log-probability
+      of the sampled completions.
+
+    Example:
+        >>> t = TurnTable(traj=np.arange(4), episode=np.zeros(4, int), reward=np.zeros(4),
+        ...               group=np.array([0, 0, 1, 1]), archetype=np.array(["a", "a", "a", "a"], dtype=object))
+        >>> d = advantage_diagnostics(t, np.array([1.0, 3.0, 2.0, 2.0]), np.array([-1.0, 1.0, 0.0, 0.0]),
+        ...                           np.log(np.full(4, 0.5)))
+        >>> d["return_spread/a"], d["advantage_scale/a"], d["zero_advantage_groups/a"], round(d["entropy/a"], 3)
+        (0.5, 0.5, 0.5, 0.693)
+    """
+    acting = turns.phase == 0
+    out: dict[str, float] = {}
+    for name in sorted(set(turns.archetype[acting].tolist())):
+        rows = np.flatnonzero(acting & (turns.archetype == name))
+        slots = _members([(turns.group[i], turns.episode[i]) for i in rows])
+        out[f"return_spread/{name}"] = float(np.mean([returns[rows[s]].std() for s in slots]))
+        out[f"advantage_scale/{name}"] = float(np.abs(advantages[rows]).mean())
+        groups = _members([(turns.group[i],) for i in rows])
+        out[f"zero_advantage_groups/{name}"] = float(np.mean([np.all(np.abs(advantages[rows[g]]) < 1e-9) for g in groups]))
+        out[f"entropy/{name}"] = float(-logprobs[rows].mean())
+    return out

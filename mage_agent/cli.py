@@ -70,9 +70,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 
 def evaluate_policy(
-    policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None
+    policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
+    verbose: bool = True,
 ) -> dict:
-    """Evaluate on the training and held-out archetypes; write ``path`` (JSON) and a PNG.
+    """Evaluate on the training and held-out archetypes; write ``path`` (JSON) and a PNG,
+    and print the table unless ``verbose`` is false.
 
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
     baselines pass theirs."""
@@ -100,6 +102,8 @@ def evaluate_policy(
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))
     plot_evaluation(data, path.with_suffix(".png"))
+    if not verbose:
+        return data
     print(report.table())
     if nonadaptive is None:
         print(f"saved {path} and {path.with_suffix('.png')}")

@@ -23,7 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from .advantage import ESTIMATORS, SCOPES
+from .loss import AGGREGATIONS
 
+#: How a group's copies meet opponents: one archetype for the group, or one drawn per copy.
+GROUP_OPPONENTS: tuple[str, ...] = ("shared", "mixed")
 #: Model dtypes by name; ``"auto"`` is bfloat16 on a GPU and float32 on CPU.
 DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
 
@@ -73,6 +76,8 @@ class RolloutConfig:
 
     groups_per_iteration: int = 16  #: B: groups (seed, opponent) per iteration
     group_size: int = 8  #: G: copies per group
+    #: "shared": a group's copies meet one archetype (MAGE); "mixed": each copy draws its own
+    group_opponents: str = "shared"
     temperature: float = 1.0
     top_p: float = 1.0
     top_k: int = 0
@@ -87,10 +92,15 @@ class AlgoConfig:
 
     estimator: str = "grpo"  #: "grpo" or "gigpo"
     scope: str = "per-archetype"  #: advantage normalisation: "per-archetype", "global", "group"
-    std_normalize: bool = True
+    #: DAPO's dynamic sampling: drop groups whose advantages are all zero, draw more groups
+    dynamic_sampling: bool = False
+    max_sampling_draws: int = 3  #: with dynamic_sampling: collections per iteration at most
+    std_normalize: bool = False  #: divide by the scope's std (False: mean-only, as Dr. GRPO and MAGE's code)
     gamma_step: float = 0.95
     gamma_traj: float = 0.6
-    clip: float = 0.2
+    clip: float = 0.2  #: PPO's clip range below 1 (and above, unless clip_high differs)
+    clip_high: float = 0.2  #: clip range above 1 (DAPO's decoupled clip_high, e.g. 0.28)
+    loss_aggregation: str = "token"  #: "token" (mean over the step's tokens) or "sequence" (per completion first)
     kl_coef: float = 0.0
     entropy_coef: float = 0.1
     epochs: int = 2
@@ -134,8 +144,14 @@ class TrainConfig:
             raise ValueError(f"scope must be one of {SCOPES}, got {self.algo.scope!r}")
         if self.algo.estimator not in ESTIMATORS:
             raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.algo.estimator!r}")
+        if self.algo.loss_aggregation not in AGGREGATIONS:
+            raise ValueError(f"loss_aggregation must be one of {AGGREGATIONS}, got {self.algo.loss_aggregation!r}")
+        if not (0 <= self.algo.clip < 1 and self.algo.clip_high >= 0):
+            raise ValueError("clip must be in [0, 1) and clip_high >= 0")
         if self.algo.schedule not in ("constant", "cosine"):
             raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.algo.schedule!r}")
+        if self.rollout.group_opponents not in GROUP_OPPONENTS:
+            raise ValueError(f"group_opponents must be one of {GROUP_OPPONENTS}, got {self.rollout.group_opponents!r}")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
         if self.model.dtype not in DTYPES:
@@ -147,6 +163,8 @@ class TrainConfig:
                 raise ValueError(f"{name} must be >= 0")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:
             raise ValueError("micro_batch_size and generation_batch_size must be >= 0 (0: no limit)")
+        if self.algo.max_sampling_draws < 1:
+            raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
 

@@ -13,8 +13,14 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import torch
+
+#: How the per-token losses of a batch are averaged: over every token of the batch
+#: (``"token"``, DAPO's token-level loss) or per completion first (``"sequence"``, GRPO's).
+Aggregation = Literal["token", "sequence"]
+AGGREGATIONS: tuple[str, ...] = ("token", "sequence")
 
 
 @dataclass
@@ -36,6 +42,27 @@ def masked_mean(values: torch.Tensor, mask: torch.Tensor, count: float | None = 
     return (values * mask).sum() / (mask.sum().clamp(min=1.0) if count is None else count)
 
 
+def aggregate(values: torch.Tensor, mask: torch.Tensor, aggregation: Aggregation = "token",
+              count: float | None = None) -> torch.Tensor:
+    """Average ``(batch, tokens)`` values: over all tokens (``"token"``) or first within
+    each completion, then over completions (``"sequence"``). ``count`` replaces the
+    denominator: the step's tokens, or completions, on every process.
+
+    Example (a one-token and a three-token completion):
+        >>> values = torch.tensor([[3.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+        >>> mask = torch.tensor([[True, False, False], [True, True, True]])
+        >>> aggregate(values, mask, "token").item(), aggregate(values, mask, "sequence").item()
+        (1.5, 2.0)
+    """
+    if aggregation == "token":
+        return masked_mean(values, mask, count)
+    if aggregation != "sequence":
+        raise ValueError(f"aggregation must be one of {AGGREGATIONS}, got {aggregation!r}")
+    weights = mask.to(values.dtype)
+    per_sequence = (values * weights).sum(dim=1) / weights.sum(dim=1).clamp(min=1.0)
+    return per_sequence.sum() / (max(len(values), 1) if count is None else count)
+
+
 def ppo_loss(
     new: torch.Tensor,
     old: torch.Tensor,
@@ -47,32 +74,44 @@ def ppo_loss(
     kl_coef: float = 0.0,
     entropy_coef: float = 0.0,
     token_count: float | None = None,
+    clip_high: float | None = None,
+    aggregation: Aggregation = "token",
 ) -> LossStats:
-    """PPO-clip over tokens: ``-min(r A, clip(r, 1±clip) A)``, plus ``kl_coef`` times the
-    low-variance KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3), minus
-    ``entropy_coef`` times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are
-    ``(batch, tokens)``; ``advantages`` is ``(batch,)``, one per completion.
+    """PPO-clip over tokens: ``-min(r A, clip(r, 1 - clip, 1 + clip_high) A)`` (DAPO's
+    decoupled clip; ``clip_high=None`` is ``clip``), plus ``kl_coef`` times the low-variance
+    KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3), minus ``entropy_coef``
+    times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are ``(batch, tokens)``;
+    ``advantages`` is ``(batch,)``, one per completion.
 
-    The loss averages over ``token_count`` tokens when given (the step's tokens on every
-    process, so that summed gradients are the whole batch's), else over ``mask``'s. The
-    diagnostics are always this batch's own means.
+    The loss terms are averaged by :func:`aggregate` with ``aggregation``, over
+    ``token_count`` (tokens or completions, by ``aggregation``) when given: the step's
+    count on every process, so that summed gradients are the whole batch's. The
+    diagnostics are always this batch's own token means.
+
+    Example (a ratio of 1.5 with a positive advantage: clipped at 1.2, or at 1.28 with DAPO's clip_high):
+        >>> new, old = torch.log(torch.tensor([[1.5]])), torch.zeros(1, 1)
+        >>> one = torch.ones(1, 1, dtype=torch.bool)
+        >>> [round(ppo_loss(new, old, None, torch.zeros(1, 1), torch.tensor([1.0]), one, clip=0.2,
+        ...                 clip_high=high).loss.item(), 4) for high in (None, 0.28)]
+        [-1.2, -1.28]
     """
+    high = clip if clip_high is None else clip_high
     ratio = torch.exp(new - old)
     adv = advantages[:, None].to(new.dtype)
     unclipped = ratio * adv
-    clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + clip) * adv
+    clipped = torch.clamp(ratio, 1.0 - clip, 1.0 + high) * adv
     surrogate = -torch.minimum(unclipped, clipped)
-    loss = masked_mean(surrogate, mask, token_count)
+    loss = aggregate(surrogate, mask, aggregation, token_count)
     kl_value = torch.zeros(())
     if ref is not None and kl_coef > 0:
         delta = ref - new
         kl_tokens = torch.exp(delta) - delta - 1.0
-        loss = loss + kl_coef * masked_mean(kl_tokens, mask, token_count)
+        loss = loss + kl_coef * aggregate(kl_tokens, mask, aggregation, token_count)
         kl_value = masked_mean(kl_tokens, mask)
     if entropy_coef:
-        loss = loss - entropy_coef * masked_mean(entropy, mask, token_count)
+        loss = loss - entropy_coef * aggregate(entropy, mask, aggregation, token_count)
     with torch.no_grad():
-        clip_fraction = masked_mean(((ratio - 1.0).abs() > clip).float(), mask)
+        clip_fraction = masked_mean(((ratio < 1.0 - clip) | (ratio > 1.0 + high)).float(), mask)
         approx_kl = masked_mean((ratio - 1.0) - (new - old), mask)
     return LossStats(
         loss=loss,

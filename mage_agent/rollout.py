@@ -23,6 +23,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from dataclasses import dataclass, field
 from typing import Any
@@ -40,10 +41,16 @@ TASK = "task"
 
 @dataclass(frozen=True)
 class GroupSpec:
-    """One group: its reset seed and its opponent archetype (``None`` for a task)."""
+    """One group: its reset seed and its opponent archetype (``None`` for a task), or one
+    archetype per copy in ``copy_opponents`` (copies that meet different opponents)."""
 
     seed: int
     opponent: str | None
+    copy_opponents: tuple[str, ...] | None = None
+
+    def opponent_of(self, copy: int) -> str | None:
+        """The archetype copy ``copy`` of the group meets."""
+        return self.opponent if self.copy_opponents is None else self.copy_opponents[copy]
 
 
 @dataclass
@@ -79,6 +86,16 @@ class RolloutBatch:
         """Turns grouped by trajectory, time order kept (what credit assignment expects)."""
         return sorted(self.turns, key=lambda t: t.traj)
 
+    def extend(self, other: RolloutBatch) -> None:
+        """Append another collection; its groups and trajectories are numbered after ours."""
+        groups = 1 + max((t.group for t in self.turns), default=-1)
+        trajectories = len(self.episode_returns)
+        self.turns += [dataclasses.replace(t, traj=t.traj + trajectories, group=t.group + groups) for t in other.turns]
+        self.episode_returns += other.episode_returns
+        self.episode_successes += other.episode_successes
+        self.opponents += other.opponents
+        self.generated_tokens += other.generated_tokens
+
 
 def anchor_of(observation: str) -> str:
     """A short stable hash of a prompt (GiGPO's anchor state)."""
@@ -110,12 +127,13 @@ class RolloutRunner:
         batch = RolloutBatch(
             episode_returns=[[] for _ in range(count)],
             episode_successes=[[] for _ in range(count)],
-            opponents=[groups[i // group_size].opponent or TASK for i in range(count)],
+            opponents=[groups[i // group_size].opponent_of(i % group_size) or TASK for i in range(count)],
         )
         observations, infos = [], []
         for i, env in enumerate(self.envs):
             spec = groups[i // group_size]
-            options = {} if spec.opponent is None else {"opponent": spec.opponent}
+            opponent = spec.opponent_of(i % group_size)
+            options = {} if opponent is None else {"opponent": opponent}
             obs, info = env.reset(seed=spec.seed, options=options)
             observations.append(obs)
             infos.append(info)

@@ -22,6 +22,7 @@ Example (a two-iteration run of the embedded model):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import shutil
@@ -34,7 +35,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from .advantage import TurnTable, discounted_returns, group_advantages
+from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
@@ -46,6 +47,8 @@ from .setup import base_model_path, build_policy, env_kwargs, population_of, res
 
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
+#: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
+_REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).
 RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
 
@@ -81,6 +84,8 @@ class Trainer:
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
         self.population = population_of(config)  # first: a bad population fails before any work
+        if config.algo.dynamic_sampling and self.world.size > 1:
+            raise ValueError("dynamic_sampling runs in a single process for now (torchrun: leave it off)")
         if not resume:
             self._claim_output(overwrite)
         checkpoint = latest_checkpoint(self.output / "checkpoints") if resume else None
@@ -135,10 +140,14 @@ class Trainer:
         for iteration in bar:
             started = time.perf_counter()
             batch = self.collect(iteration)
+            turns, advantages, diagnostics = self.credit(batch)
+            if self.config.algo.dynamic_sampling:
+                turns, advantages, refill = self.refill(iteration, batch, turns, advantages)
+                diagnostics.update(refill)
             rollout_seconds = time.perf_counter() - started
-            turns, advantages = self.credit(batch)
             stats = self.update(turns, advantages, iteration)
-            metrics = self.summarise(iteration, batch, stats, rollout_seconds, time.perf_counter() - started)
+            metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
+                                     time.perf_counter() - started)
             self.log(metrics, bar)
             if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
                 self.save(iteration + 1)
@@ -149,25 +158,34 @@ class Trainer:
             self._writer.close()
         return self.history
 
-    def collect(self, iteration: int) -> RolloutBatch:
-        """Stage 1: draw the groups of this iteration and play this process's share."""
+    def collect(self, iteration: int, draw: int = 0) -> RolloutBatch:
+        """Stage 1: draw the groups of this iteration and play this process's share.
+        ``draw > 0``: a further draw of the same iteration (dynamic sampling), on seeds
+        disjoint from every first draw."""
         rollout = self.config.rollout
-        rng = np.random.default_rng([self.config.run.seed, iteration])
+        rng = np.random.default_rng([self.config.run.seed, iteration, *([draw] if draw else [])])
         base = (self.config.run.seed * 100_003 + iteration) * rollout.groups_per_iteration
+        if draw:
+            base = _REFILL_SEEDS + (base * self.config.algo.max_sampling_draws + draw) * rollout.groups_per_iteration
         if self.population:
             ids, weights = zip(*self.population.items())
             probabilities = np.array(weights, dtype=float) / sum(weights)
             drawn = [ids[o] for o in rng.choice(len(ids), size=rollout.groups_per_iteration, p=probabilities)]
         else:  # a single-agent task: the group shares its instance only
             drawn = [None] * rollout.groups_per_iteration
+        groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)]
+        if self.population and rollout.group_opponents == "mixed":  # each copy draws its own archetype
+            copies = rng.choice(len(ids), size=(len(groups), rollout.group_size), p=probabilities)
+            groups = [GroupSpec(g.seed, None, tuple(ids[o] for o in row)) for g, row in zip(groups, copies)]
         start, stop = self.shard
-        groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)][start:stop]
+        groups = groups[start:stop]
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
                                    action_tokens=rollout.action_tokens, seed=base + start)
 
-    def credit(self, batch: RolloutBatch) -> tuple[list[Turn], np.ndarray]:
+    def credit(self, batch: RolloutBatch) -> tuple[list[Turn], np.ndarray, dict[str, float]]:
         """Stages 2-3: discounted per-turn returns, then group-relative advantages, with the
-        statistics taken over every process's turns."""
+        statistics taken over every process's turns; also their per-archetype diagnostics
+        (:func:`~mage_agent.advantage.advantage_diagnostics`)."""
         algo = self.config.algo
         turns = batch.ordered_turns()
         first_group = self.shard[0]
@@ -180,14 +198,37 @@ class Trainer:
             "archetype": np.array([t.opponent for t in turns], dtype=object),
             "phase": np.array([int(t.phase != "act") for t in turns], dtype=int),
             "anchor": np.array([t.anchor for t in turns], dtype=object),
+            "logprob": np.array([sum(t.logprobs) for t in turns], dtype=float),
         }
         shards = self.world.gather(columns)
-        table = TurnTable(**{name: np.concatenate([shard[name] for shard in shards]) for name in columns})
+        merged = {name: np.concatenate([shard[name] for shard in shards]) for name in columns}
+        logprob = merged.pop("logprob")
+        table = TurnTable(**merged)
         returns = discounted_returns(table, algo.gamma_step, algo.gamma_traj)
         advantages = group_advantages(table, returns, scope=algo.scope, estimator=algo.estimator,
                                       std=algo.std_normalize)
+        diagnostics = advantage_diagnostics(table, returns, advantages, logprob)
         offset = sum(len(shard["traj"]) for shard in shards[: self.world.rank])
-        return turns, advantages[offset:offset + len(turns)]
+        return turns, advantages[offset:offset + len(turns)], diagnostics
+
+    def refill(self, iteration: int, batch: RolloutBatch, turns: list[Turn],
+               advantages: np.ndarray) -> tuple[list[Turn], np.ndarray, dict[str, float]]:
+        """DAPO's dynamic sampling: while fewer than ``groups_per_iteration`` groups have a
+        non-zero advantage, draw another collection (at most ``max_sampling_draws`` in all);
+        keep the first ``groups_per_iteration`` informative groups. ``batch`` is not changed."""
+        wanted = self.config.rollout.groups_per_iteration
+        pool, draws = batch, 1
+        while len(_informative_groups(turns, advantages)) < wanted and draws < self.config.algo.max_sampling_draws:
+            if pool is batch:
+                pool = dataclasses.replace(batch, turns=list(batch.turns), episode_returns=list(batch.episode_returns),
+                                           episode_successes=list(batch.episode_successes),
+                                           opponents=list(batch.opponents))
+            pool.extend(self.collect(iteration, draw=draws))
+            draws += 1
+            turns, advantages, _ = self.credit(pool)
+        kept = set(_informative_groups(turns, advantages)[:wanted])
+        rows = [i for i, t in enumerate(turns) if t.group in kept]
+        return [turns[i] for i in rows], advantages[rows], {"sampling_draws": draws, "informative_groups": len(kept)}
 
     def update(self, turns: list[Turn], advantages: np.ndarray, iteration: int) -> dict[str, float]:
         """Stage 4: ``epochs`` passes of PPO-clip over shuffled minibatches.
@@ -209,8 +250,9 @@ class Trainer:
             buckets = _length_buckets(lengths, size, rng)
             for chosen in buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets)):
                 batch = [turns[keep[i]] for i in chosen]
-                # every process's tokens of this step: the loss's denominator
-                token_count = world.sum(sum(len(t.completion_ids) for t in batch))
+                # every process's tokens (or completions) of this step: the loss's denominator
+                own = len(batch) if algo.loss_aggregation == "sequence" else sum(len(t.completion_ids) for t in batch)
+                token_count = world.sum(own)
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
                     stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
@@ -248,7 +290,8 @@ class Trainer:
             ref = None if reference is None else reference[start:start + micro, : new.shape[1]].to(new.device)
             part_advantages = torch.tensor(advantages[start:start + micro], dtype=torch.float32, device=new.device)
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
-                                  kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count)
+                                  kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count,
+                                  clip_high=algo.clip_high, aggregation=algo.loss_aggregation)
             part_stats.loss.backward()
             weight = sum(len(t.completion_ids) for t in part) / own_tokens
             for key in _LOSS_KEYS[:-1]:
@@ -333,6 +376,18 @@ class Trainer:
         except ImportError:  # tensorboard is optional
             return None
         return SummaryWriter(log_dir=str(self.output / "tensorboard"))
+
+
+def _informative_groups(turns: list[Turn], advantages: np.ndarray) -> list[int]:
+    """The groups, in order, with at least one non-zero advantage.
+
+    Example:
+        >>> from mage_agent.rollout import Turn
+        >>> turn = lambda g: Turn(0, g, "a", 0, "act", [], [1], [0.0], 0.0, False, False, "", None)
+        >>> _informative_groups([turn(0), turn(0), turn(1), turn(2)], np.array([0.0, 0.0, 0.5, -1.0]))
+        [1, 2]
+    """
+    return sorted({t.group for t, a in zip(turns, advantages) if abs(a) > 1e-9})
 
 
 def _length_buckets(lengths: np.ndarray, size: int, rng: np.random.Generator) -> list[np.ndarray]:

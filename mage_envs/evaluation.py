@@ -55,7 +55,8 @@ class OpponentResult:
     best_response_exact: bool | None = None
     equilibrium_value: float | None = None
     #: repeat-instance meta-episodes only: the best return knowing the deal (the final
-    #: episode's ceiling once earlier episodes revealed it); exact opponents only
+    #: episode's ceiling once earlier episodes revealed it), averaged over the very
+    #: instances evaluated; exact opponents only
     instance_optimal_value: float | None = None
 
 
@@ -69,6 +70,8 @@ class EvaluationReport:
     num_episodes: int
     env_kwargs: dict[str, Any]
     opponents: dict[str, OpponentResult] = field(default_factory=dict)
+    #: whether the meta-episodes covered every (deal, seat) cell in turn (:func:`evaluate`)
+    stratified: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -128,11 +131,16 @@ def evaluate(
     agent_name: str | None = None,
     make_agent: AgentFactory | None = None,
     batch_size: int = 256,
+    stratify: bool = True,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
     Meta-episode ``j`` uses seed ``seed + j`` for every opponent, so every opponent meets
-    the same deals. A single-episode id counts as one episode per meta-episode. Give
+    the same deals. With ``stratify`` (games only) meta-episode ``j`` plays the ``j``-th of
+    :func:`~mage_envs.oracle.winnable.stratified_instances`, so every (deal, seat) cell
+    comes round in turn and a multiple of the cell count (12 in Kuhn Poker) weighs them
+    equally; the deal-known ceiling is always averaged over the instances played.
+    A single-episode id counts as one episode per meta-episode. Give
     either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
     An agent with an ``act_batch`` method plays ``batch_size`` meta-episodes in lockstep
     and answers all their pending prompts in one call per turn.
@@ -146,23 +154,31 @@ def evaluate(
     game = getattr(probe.unwrapped, "game_string", None)
     num_episodes = _num_episodes(probe)
     repeats = num_episodes > 1 and bool(_wrapper_attribute(probe, "repeat_instance"))
+    random_seat = getattr(probe.unwrapped, "seat_option", None) == "random"
     probe.close()
     names = resolve_opponents(game, opponents) if game else ["default"]
-    report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs)
+    instances = None
+    if stratify and game:
+        from .oracle.winnable import stratified_instances
+
+        instances = stratified_instances(game, meta_episodes, seed, seat_from_instance=random_seat)
+    report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs,
+                              stratified=instances is not None)
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
         if hasattr(agent, "act_batch"):
             envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, meta_episodes))]
-            result = _play_batched(agent, envs, num_episodes, meta_episodes, seed, bar)
+            recorder = _play_batched(agent, envs, num_episodes, meta_episodes, seed, instances, bar)
         else:
             envs = [gym.make(env_id, **kwargs)]
             player = agent if make_agent is None else make_agent(envs[0])
-            result = _play(player, envs[0], num_episodes, meta_episodes, seed, bar)
+            recorder = _play(player, envs[0], num_episodes, meta_episodes, seed, instances, bar)
         for env in envs:
             env.close()
+        result = recorder.result()
         if oracle and game:
-            _attach_oracle(result, game, name, env_kwargs, repeats)
+            _attach_oracle(result, game, name, env_kwargs, recorder.instances if repeats else None)
         report.opponents[name] = result
     bar.close()
     return report
@@ -199,6 +215,13 @@ class _Recorder:
         self.act_steps = self.invalid_steps = 0
         self._recorded = np.zeros(meta_episodes, dtype=int)
         self._single_return = np.zeros(meta_episodes)
+        #: (instance, seat) of each meta-episode's first episode (games only)
+        self.instances: list[tuple[int, int]] = []
+
+    def start(self, info: dict[str, Any]) -> None:
+        """Record the instance a meta-episode starts on (its reset ``info``)."""
+        if "instance" in info:
+            self.instances.append((int(info["instance"]), int(info["seat"])))
 
     def step(self, j: int, phase: str, reward: float, done: bool, info: dict[str, Any]) -> None:
         """Record meta-episode ``j``'s step (taken in ``phase``) and what it returned."""
@@ -235,10 +258,16 @@ class _Recorder:
         )
 
 
-def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, bar: tqdm) -> OpponentResult:
+def _reset_options(instances: list[int] | None, j: int) -> dict[str, Any] | None:
+    return None if instances is None else {"instance": instances[j]}
+
+
+def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, instances: list[int] | None,
+          bar: tqdm) -> _Recorder:
     recorder = _Recorder(meta_episodes, n)
     for j in range(meta_episodes):
-        obs, info = env.reset(seed=seed + j)
+        obs, info = env.reset(seed=seed + j, options=_reset_options(instances, j))
+        recorder.start(info)
         done = False
         while not done:
             phase = info.get("phase", "act")
@@ -246,17 +275,20 @@ def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, bar
             done = terminated or truncated
             recorder.step(j, phase, reward, done, info)
         bar.update(1)
-    return recorder.result()
+    return recorder
 
 
 def _play_batched(
-    agent: BatchAgent, envs: list[gym.Env], n: int, meta_episodes: int, seed: int, bar: tqdm
-) -> OpponentResult:
+    agent: BatchAgent, envs: list[gym.Env], n: int, meta_episodes: int, seed: int, instances: list[int] | None,
+    bar: tqdm,
+) -> _Recorder:
     """Like :func:`_play`, but ``len(envs)`` meta-episodes at a time, one agent call per turn."""
     recorder = _Recorder(meta_episodes, n)
     for start in range(0, meta_episodes, len(envs)):
         chunk = list(range(start, min(start + len(envs), meta_episodes)))
-        state = {j: envs[k].reset(seed=seed + j) for k, j in enumerate(chunk)}
+        state = {j: envs[k].reset(seed=seed + j, options=_reset_options(instances, j)) for k, j in enumerate(chunk)}
+        for j in chunk:
+            recorder.start(state[j][1])
         env_of = {j: envs[k] for k, j in enumerate(chunk)}
         while state:
             pending = list(state)
@@ -271,7 +303,7 @@ def _play_batched(
                     bar.update(1)
                 else:
                     state[j] = (obs, info)
-    return recorder.result()
+    return recorder
 
 
 def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> str:
@@ -284,9 +316,13 @@ def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> st
 
 
 def _attach_oracle(
-    result: OpponentResult, game: str, opponent: str, env_kwargs: dict[str, Any], repeats: bool
+    result: OpponentResult, game: str, opponent: str, env_kwargs: dict[str, Any],
+    instances: list[tuple[int, int]] | None,
 ) -> None:
-    from .oracle import best_response_value, equilibrium_value, instance_optimal_value
+    """Oracle values beside ``result``; ``instances`` (repeat-instance runs): the (instance,
+    seat) pairs played, over which the deal-known ceiling is averaged."""
+    from .oracle import best_response_value, equilibrium_value
+    from .oracle.winnable import instance_value
 
     seat = env_kwargs.get("seat", "random")
     scale = float(env_kwargs.get("reward_scale", 1.0))
@@ -296,5 +332,5 @@ def _attach_oracle(
     result.best_response_exact = value.exact
     seats = (0, 1) if seat == "random" else (int(seat),)
     result.equilibrium_value = scale * sum(equilibrium_value(game, s) for s in seats) / len(seats)
-    if repeats and value.exact:
-        result.instance_optimal_value = instance_optimal_value(game, opponent, seat) * scale
+    if instances and value.exact:
+        result.instance_optimal_value = scale * float(np.mean([instance_value(game, opponent, k, s) for k, s in instances]))

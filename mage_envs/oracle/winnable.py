@@ -22,10 +22,13 @@ Example:
 
 from __future__ import annotations
 
+import functools
+import random
 from collections.abc import Iterator
 
 import pyspiel
 
+from ..games.engine import ChanceStream
 from ..opponents.base import Opponent
 from ..opponents.registry import load_game, make_opponent
 from .value import Seat, seats
@@ -124,3 +127,81 @@ def _deterministic_move(opponent: Opponent, state: pyspiel.State) -> int:
             f"{state.information_state_string()!r}); winnable_fraction needs a deterministic opponent"
         )
     return support[0]
+
+
+def instance_deal(game: str, instance: int) -> Deal:
+    """The chance outcomes an env draws for ``instance`` (its :class:`ChanceStream`), in order.
+
+    The game is walked along actions that keep it going, so every chance event of the
+    instance is reached (the outcomes do not depend on the actions, as assumed above).
+
+    Example:
+        >>> instance_deal("kuhn_poker", 17), instance_deal("tic_tac_toe", 17)
+        ((2, 0), ())
+    """
+    state = load_game(game).new_initial_state()
+    stream = ChanceStream(instance)
+    deal: list[int] = []
+    while not state.is_terminal():
+        if state.is_chance_node():
+            action = stream.sample(state)
+            deal.append(action)
+        else:
+            legal = state.legal_actions()
+            action = next((a for a in legal if not state.child(a).is_terminal()), legal[0])
+        state.apply_action(action)
+    return tuple(deal)
+
+
+def instance_value(game: str, opponent: str, instance: int, seat: int) -> float:
+    """The deal-known best return of one instance (deal and seat) against ``opponent``:
+    :func:`instance_optimal_value` on that instance alone.
+
+    Example:
+        >>> instance_value("kuhn_poker", "conservative", 17, seat=1)   # they hold the King, we the Jack
+        -1.0
+    """
+    return _deal_value(game, opponent, instance_deal(game, instance), seat)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
+    return _best_value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent))
+
+
+@functools.lru_cache(maxsize=256)
+def _opponent(game: str, name: str) -> Opponent:
+    return make_opponent(game, name)
+
+
+def stratified_instances(game: str, count: int, seed: int = 0, seat_from_instance: bool = True) -> list[int]:
+    """``count`` instance numbers that cover every (deal, seat) cell of ``game`` in turn.
+
+    An env with ``seat="random"`` takes the seat from the instance's lowest bit, so a cell
+    is a deal and a seat; with a fixed seat (``seat_from_instance=False``) a cell is a deal.
+    Cells come round in a seeded order, each round holding every cell once, so a count
+    that is a multiple of the number of cells weighs every cell equally: returns and oracle
+    values then share one sample without deal noise (Kuhn Poker: 6 deals x 2 seats).
+    Instances are found by scanning numbers from ``seed * 2**32``.
+
+    Example:
+        >>> instances = stratified_instances("kuhn_poker", 12)
+        >>> len({(instance_deal("kuhn_poker", k), k & 1) for k in instances})
+        12
+    """
+    if count < 0:
+        raise ValueError(f"count must be >= 0, got {count}")
+    deals = sorted(deal for deal, _ in _deals(load_game(game)))
+    cells = [(deal, s) for deal in deals for s in ((0, 1) if seat_from_instance else (0,))]
+    order = random.Random(seed).sample(cells, len(cells))
+    rounds = -(-count // len(cells))
+    found: dict[tuple[Deal, int], list[int]] = {cell: [] for cell in cells}
+    missing = len(cells) * rounds
+    number = seed * 2**32
+    while missing:
+        cell = (instance_deal(game, number), number & 1 if seat_from_instance else 0)
+        if cell in found and len(found[cell]) < rounds:
+            found[cell].append(number)
+            missing -= 1
+        number += 1
+    return [found[cell][r] for r in range(rounds) for cell in order][:count]

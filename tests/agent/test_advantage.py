@@ -95,3 +95,36 @@ def test_errors():
         group_advantages(table(traj=[0]), np.zeros(1), estimator="ppo")
     with pytest.raises(ValueError):
         TurnTable(traj=np.zeros(2), episode=np.zeros(1), reward=np.zeros(2))
+
+
+def test_mixed_groups_centre_within_archetype_or_pool_archetypes_under_global():
+    # one group (one deal) whose four copies met two archetypes with returns 1, 3 (a) and 10, 30 (b)
+    t = table(traj=[0, 1, 2, 3], group=[0, 0, 0, 0], archetype=["a", "a", "b", "b"])
+    returns = np.array([1.0, 3.0, 10.0, 30.0])
+    per_archetype = group_advantages(t, returns, scope="per-archetype", std=False)
+    assert per_archetype.tolist() == [-1.0, 1.0, -10.0, 10.0]
+    pooled = group_advantages(t, returns, scope="global", std=False)   # baseline 11 over both archetypes
+    assert pooled.tolist() == [-10.0, -8.0, -1.0, 19.0]
+
+
+def test_shared_groups_centre_alike_in_every_scope_when_mean_only():
+    t = table(traj=[0, 1, 2, 3], group=[0, 0, 1, 1], archetype=["a", "a", "b", "b"])
+    returns = np.array([1.0, 3.0, 10.0, 30.0])
+    expected = [-1.0, 1.0, -10.0, 10.0]
+    for scope in ("group", "per-archetype", "global"):
+        assert group_advantages(t, returns, scope=scope, std=False).tolist() == expected
+
+
+def test_advantage_diagnostics_per_archetype_by_hand():
+    from mage_agent.advantage import advantage_diagnostics
+
+    # archetype a: group 0 spread {0, 2} and group 1 all equal; archetype b: one group {1, 1}
+    t = table(traj=[0, 1, 2, 3, 4, 5], group=[0, 0, 1, 1, 2, 2], archetype=["a", "a", "a", "a", "b", "b"],
+              phase=[0, 0, 0, 0, 0, 0])
+    returns = np.array([0.0, 2.0, 5.0, 5.0, 1.0, 1.0])
+    advantages = group_advantages(t, returns, std=False)
+    d = advantage_diagnostics(t, returns, advantages, np.log(np.array([0.5, 0.5, 1.0, 1.0, 0.25, 0.25])))
+    assert d["return_spread/a"] == pytest.approx(0.5)          # (1 + 0) / 2
+    assert d["advantage_scale/a"] == pytest.approx(0.5)        # |-1|, |1|, 0, 0
+    assert d["zero_advantage_groups/a"] == 0.5 and d["zero_advantage_groups/b"] == 1.0
+    assert d["entropy/a"] == pytest.approx(np.log(2) / 2) and d["entropy/b"] == pytest.approx(np.log(4))

@@ -1,0 +1,124 @@
+"""The loss and sampling options: DAPO's decoupled clip, token vs sequence aggregation, dynamic sampling."""
+
+import numpy as np
+import pytest
+import torch
+
+from mage_agent.loss import aggregate, ppo_loss
+from mage_agent.trainer import Trainer
+
+from .test_trainer import parameters, run_config
+
+ONE = torch.ones(1, 1, dtype=torch.bool)
+
+
+def surrogate(ratio, advantage, **kwargs):
+    new, old = torch.log(torch.tensor([[ratio]])), torch.zeros(1, 1)
+    return ppo_loss(new, old, None, torch.zeros(1, 1), torch.tensor([advantage]), ONE, **kwargs)
+
+
+@pytest.mark.parametrize("ratio, advantage, clip_high, expected, clipped", [
+    (1.5, 1.0, 0.2, -1.2, True),     # positive advantage: capped at 1 + clip
+    (1.5, 1.0, 0.28, -1.28, True),   # DAPO: the upper bound moves, 1 + clip_high
+    (1.25, 1.0, 0.28, -1.25, False),  # inside the wider range: not clipped
+    (0.5, -1.0, 0.28, 0.8, True),    # negative advantage: the lower bound 1 - clip stays
+    (1.5, -1.0, 0.28, 1.5, True),    # negative advantage, ratio above: min() keeps the unclipped term
+])
+def test_decoupled_clip_by_hand(ratio, advantage, clip_high, expected, clipped):
+    stats = surrogate(ratio, advantage, clip=0.2, clip_high=clip_high)
+    assert stats.loss.item() == pytest.approx(expected)
+    assert stats.clip_fraction == float(clipped)
+
+
+def test_token_and_sequence_aggregation_by_hand():
+    # completion 0: one token, surrogate 3; completion 1: three tokens, surrogate 1 each
+    values = torch.tensor([[3.0, 9.0, 9.0], [1.0, 1.0, 1.0]])
+    mask = torch.tensor([[True, False, False], [True, True, True]])
+    assert aggregate(values, mask, "token").item() == pytest.approx(6 / 4)
+    assert aggregate(values, mask, "sequence").item() == pytest.approx((3 + 1) / 2)
+    assert aggregate(values, mask, "sequence", count=4).item() == pytest.approx((3 + 1) / 4)
+    with pytest.raises(ValueError, match="aggregation"):
+        aggregate(values, mask, "tokens")
+
+
+def test_sequence_aggregation_weighs_each_completion_once_in_the_gradient():
+    new = torch.zeros(2, 3, requires_grad=True)
+    mask = torch.tensor([[True, False, False], [True, True, True]])
+    loss = ppo_loss(new, torch.zeros(2, 3), None, torch.zeros(2, 3), torch.tensor([1.0, 1.0]), mask,
+                    aggregation="sequence").loss
+    loss.backward()
+    # d(-ratio)/d(new) = -1 per token, / tokens of its completion, / 2 completions
+    assert torch.allclose(new.grad, torch.tensor([[-0.5, 0, 0], [-1 / 6, -1 / 6, -1 / 6]]))
+
+
+def test_dynamic_sampling_refills_from_further_draws(tmp_path, monkeypatch):
+    trainer = Trainer(run_config(tmp_path, "dapo", dynamic_sampling=True, max_sampling_draws=3, iterations=1),
+                      progress=False)
+    credit = trainer.credit
+
+    def group_one_teaches_nothing(batch):   # whatever the draw, group 1 gets zero advantages
+        turns, advantages, diagnostics = credit(batch)
+        advantages = np.where([t.group == 1 for t in turns], 0.0, advantages)
+        return turns, advantages, diagnostics
+
+    monkeypatch.setattr(trainer, "credit", group_one_teaches_nothing)
+    batch = trainer.collect(0)
+    turns, advantages, _ = trainer.credit(batch)
+    assert len(_groups_with_signal(turns, advantages)) == 3   # 4 groups drawn, one uninformative
+    kept_turns, kept, info = trainer.refill(0, batch, turns, advantages)
+    assert info == {"sampling_draws": 2, "informative_groups": 4}
+    assert {t.group for t in kept_turns} == {0, 2, 3, 4}    # group 4: the first of the second draw
+    assert _groups_with_signal(kept_turns, kept) == {0, 2, 3, 4}
+    assert len(batch.episode_returns) == 4 * 2 and max(t.group for t in batch.turns) == 3   # first draw untouched
+    further = trainer.collect(0, draw=1)   # a further draw plays other seeds than the first
+    assert [t.prompt_ids for t in further.turns] != [t.prompt_ids for t in batch.turns]
+
+
+def _groups_with_signal(turns, advantages):
+    return {t.group for t, a in zip(turns, advantages) if abs(a) > 1e-9}
+
+
+def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
+    trainer = Trainer(run_config(tmp_path, "drop", dynamic_sampling=True, max_sampling_draws=1, iterations=1),
+                      progress=False)
+    batch = trainer.collect(0)
+    turns, advantages, _ = trainer.credit(batch)
+    advantages = np.where([t.group == 1 for t in turns], 0.0, advantages)   # group 1 now teaches nothing
+    kept_turns, _, info = trainer.refill(0, batch, turns, advantages)
+    assert 1 not in {t.group for t in kept_turns} and info["sampling_draws"] == 1
+
+
+@pytest.mark.parametrize("options", [
+    {"dynamic_sampling": True},
+    {"clip_high": 0.28, "loss_aggregation": "sequence"},
+    {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
+])
+def test_resume_stays_bit_identical_with_each_option(tmp_path, monkeypatch, options):
+    straight = Trainer(run_config(tmp_path, "straight", **options), progress=False)
+    straight.train()
+    killed = Trainer(run_config(tmp_path, "killed", **options), progress=False)
+    original = killed.update
+
+    def die_at_third(turns, advantages, iteration):
+        if iteration == 2:
+            raise KeyboardInterrupt("killed")
+        return original(turns, advantages, iteration)
+
+    monkeypatch.setattr(killed, "update", die_at_third)
+    with pytest.raises(KeyboardInterrupt):
+        killed.train()
+    resumed = Trainer(run_config(tmp_path, "killed", **options), resume=True, progress=False)
+    resumed.train()
+    a, b = parameters(straight), parameters(resumed)
+    assert all(torch.equal(a[n], b[n]) for n in a)
+
+
+def test_mixed_groups_meet_several_archetypes(tmp_path):
+    trainer = Trainer(run_config(tmp_path, "mixed", group_opponents="mixed", group_size=8, iterations=1),
+                      progress=False)
+    batch = trainer.collect(0)
+    per_group = {}
+    for t in batch.turns:
+        per_group.setdefault(t.group, set()).add(t.opponent)
+    assert any(len(opponents) > 1 for opponents in per_group.values())
+    assert {o for opponents in per_group.values() for o in opponents} <= {"conservative", "aggressive", "intermediate"}

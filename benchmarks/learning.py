@@ -50,16 +50,16 @@ def run_dir(out: str, variant: str, seed: int) -> Path:
     return Path(out) / f"{variant}-s{seed}"
 
 
-def run_one(job: tuple[str, int, int, str]) -> dict:
+def run_one(job: tuple[str, int, int, str, dict]) -> dict:
     """Train one (variant, seed) unless it already finished, then evaluate it once."""
-    variant, seed, iterations, out = job
+    variant, seed, iterations, out, overrides = job
     from mage_agent.config import TrainConfig, apply_overrides
     from mage_agent.trainer import Trainer
 
     folder = run_dir(out, variant, seed)
     if not (folder / "eval.json").exists():
         overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
-                     "tensorboard": False, "checkpoint_every": 0, **VARIANTS[variant]}
+                     "tensorboard": False, "checkpoint_every": 0, **overrides}
         config = apply_overrides(TrainConfig(), overrides)
         if not _finished(folder, iterations):
             Trainer(config, progress=False, overwrite=True).train()
@@ -228,20 +228,25 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--iterations", type=int, default=None, help="default: the config's")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--extra-variant", nargs=2, action="append", default=[], metavar=("NAME", "JSON"),
+                        help="a further variant: its name and its overrides, e.g. entropy '{\"entropy_coef\": 0.2}'")
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--output-dir", default="runs/learning")
     parser.add_argument("--summarise-only", action="store_true",
                         help="do not train: tabulate the runs already evaluated in --output-dir")
     parser.add_argument("--docs", action="store_true", help="also write docs/learning.md and docs/learning.png")
     args = parser.parse_args()
+    for name, overrides in args.extra_variant:
+        VARIANTS[name] = json.loads(overrides)
+        args.variants.append(name)
     from mage_agent.config import TrainConfig
 
     iterations = args.iterations or TrainConfig().run.iterations
-    jobs = [(v, s, iterations, args.output_dir) for s in args.seeds for v in args.variants]
+    jobs = [(v, s, iterations, args.output_dir, VARIANTS[v]) for s in args.seeds for v in args.variants]
     if args.summarise_only:
         results = [{"variant": v, "seed": s, "report": json.loads((run_dir(o, v, s) / "eval.json").read_text())}
-                   for v, s, _, o in jobs if (run_dir(o, v, s) / "eval.json").exists()]
+                   for v, s, _, o, _ in jobs if (run_dir(o, v, s) / "eval.json").exists()]
     else:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             results = pool.map(run_one, jobs, chunksize=1)

@@ -205,3 +205,20 @@ def stratified_instances(game: str, count: int, seed: int = 0, seat_from_instanc
             missing -= 1
         number += 1
     return [found[cell][r] for r in range(rounds) for cell in order][:count]
+
+
+def deal_known_action(game: str, opponent: str, state: pyspiel.State, instance: int, seat: int) -> int:
+    """The best action in ``state`` (``seat`` to move) knowing the instance's deal and the
+    opponent's move distribution: what :func:`instance_value` assumes the agent plays.
+
+    Example (instance 17: we hold the Jack in seat 1, the conservative opponent the King and checks):
+        >>> state = load_game("kuhn_poker").new_initial_state()
+        >>> for action in (2, 0, 0):   # the deal (King, Jack), then the opponent's check
+        ...     state.apply_action(action)
+        >>> deal_known_action("kuhn_poker", "conservative", state, 17, seat=1)   # check: a bet gets called
+        0
+    """
+    deal = instance_deal(game, instance)
+    drawn = sum(1 for step in state.full_history() if step.player == pyspiel.PlayerId.CHANCE)
+    opp = _opponent(game, opponent)
+    return max(state.legal_actions(), key=lambda a: _best_value(state.child(a), deal, seat, opp, drawn))

@@ -479,6 +479,26 @@ def test_truncation_after_max_steps_pays_nothing() -> None:
     assert "purchase" not in info and info["summary"] == "Bought nothing in 3 actions."
 
 
+def test_search_from_any_page_reviews_and_the_page_past_the_last() -> None:
+    """WebShop's text env: a search works on every page, the item page has [reviews], and
+    next > is always there (past the last results page, an empty page)."""
+    env = WebShopEnv()
+    env.reset(seed=2)
+    obs, *_, info = env.step(act("search[hoodie]"))
+    assert info["legal_actions"][:3] == [SEARCH_FORM, "click[back to search]", "click[next >]"]
+    results = env.browse.results
+    for _ in range((len(results) - 1) // 10):  # to the last page
+        env.step(act("click[next >]"))
+    obs, *_, info = env.step(act("click[next >]"))
+    assert env.browse.shown == () and "no more products" in obs and "click[< prev]" in info["legal_actions"]
+    env.step(act("click[< prev]"))
+    env.step(act(f"click[{env.browse.shown[0].lower()}]"))
+    obs, *_, info = env.step(act("click[reviews]"))
+    assert env.browse.page == "reviews" and "(no reviews)" in obs and SEARCH_FORM in info["legal_actions"]
+    obs, *_, info = env.step(act("search[running shoes]"))  # from a sub-page
+    assert env.browse.page == "results" and env.browse.query == "running shoes" and info["invalid_action"] is None
+
+
 def test_a_wrong_purchase_is_a_loss_with_its_reward() -> None:
     env = WebShopEnv()
     env.reset(seed=1)

@@ -3,7 +3,10 @@
 import subprocess
 import sys
 
-HEAVY = ("torch", "transformers", "peft", "pettingzoo", "bm25s", "textworld", "trl", "fastapi", "stable_baselines3")
+HEAVY = (
+    "torch", "transformers", "peft", "pettingzoo", "bm25s", "Stemmer", "rapidfuzz", "spacy", "textworld", "trl", "fastapi",
+    "stable_baselines3",
+)
 
 
 def test_import_and_make_without_optional_stacks():

@@ -223,6 +223,7 @@ def test_generated_levels_are_solvable_and_experts_succeed(width: int, height: i
         level = generated.level
         assert len(level.boxes) == len(level.board.goals) == boxes
         assert not level.boxes & level.board.goals  # every box starts off its goal
+        assert level.player not in level.board.goals  # and the player too, as gym-sokoban
         rows = level.to_xsb().split("\n")
         assert rows[0] == rows[-1] == "#" * width and len(rows) == height  # closed room
         _, info = env.reset(options={"instance": instance})
@@ -233,6 +234,19 @@ def test_generated_levels_are_solvable_and_experts_succeed(width: int, height: i
             assert bfs_optimum(level) == len(expert)
         *_, (_obs, _reward, terminated, _truncated, info) = play(env, [act(a) for a in expert])
         assert terminated and info["success"] and info["outcome"] == "win"
+
+
+def test_the_player_never_starts_on_a_goal() -> None:
+    """gym-sokoban keeps only positions whose goals are all uncovered; instance 17 of a 7x7
+    room with two boxes used to start the player on a goal."""
+    level = gym.make("mage/Sokoban-v0", width=7, height=7, num_boxes=2).unwrapped
+    level.reset(options={"instance": 17})
+    assert level.level.player not in level.level.board.goals
+    assert "+" not in level.level.to_xsb()
+    for width, height in ((7, 7), (8, 8)):
+        for instance in range(120):
+            generated = generate_level(instance, width, height, 2).level
+            assert generated.player not in generated.board.goals, (width, height, instance)
 
 
 def test_generation_is_deterministic_cached_and_retries_are_derived_from_the_instance() -> None:

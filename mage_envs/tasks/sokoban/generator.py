@@ -9,15 +9,17 @@ The method follows gym-sokoban (Schrader, 2018):
 3. *Reverse play*: from the solved position, a breadth-first search over the moves of a
    player who may pull the box behind it as it steps away (up to
    :data:`REVERSE_STATE_LIMIT` positions). Every pull is the reverse of a push, so every
-   position reached is solvable. The position kept is the one with every box off a goal
-   that scores highest on gym-sokoban's score, box swaps (how often the pulled box
-   changed) x total box displacement from the starting goals; the first found wins ties.
+   position reached is solvable. The position kept is the one with every box and the
+   player off the goals (gym-sokoban scores a position 0 unless every goal is uncovered,
+   so its player never starts on a goal) that scores highest on gym-sokoban's score,
+   box swaps (how often the pulled box changed) x total box displacement from the
+   starting goals; the first found wins ties.
 4. *Solving*: :func:`~mage_envs.tasks.sokoban.solver.solve` proves the level solvable
    and gives its optimal length in moves.
 
-An attempt that fails (too little floor, no position with every box off a goal, or the
-solver's expansion limit) is retried with the next attempt number; attempt ``a`` of
-instance ``k`` draws from ``random.Random("mage-sokoban/<w>x<h>/<boxes>/<k>/<a>")``,
+An attempt that fails (too little floor, no position with every box and the player off
+the goals, or the solver's expansion limit) is retried with the next attempt number;
+attempt ``a`` of instance ``k`` draws from ``random.Random("mage-sokoban/<w>x<h>/<boxes>/<k>/<a>")``,
 a string seed that depends neither on the platform nor on the hash seed (a test pins
 instance 0). A level is never returned broken, and instance ``k`` is always the same level.
 
@@ -130,7 +132,7 @@ def _reverse_play(board: Board, player: int, goals: list[int]) -> Level | None:
     best_score, best = 0, None
     while queue:
         (here, boxes), last_pulled, swaps = queue.popleft()
-        if board.goals.isdisjoint(boxes):
+        if here not in board.goals and board.goals.isdisjoint(boxes):
             score = swaps * sum(_manhattan(board, b, g) for b, g in zip(boxes, goals))
             if score > best_score:
                 best_score, best = score, Level(board, here, frozenset(boxes))

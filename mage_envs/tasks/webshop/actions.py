@@ -6,9 +6,10 @@ The rules of :mod:`mage_envs.core.parsing`, with free-text search queries:
    without a tag, a bare answer that is exactly one action (apart from whitespace,
    quotes and a trailing full stop) counts when ``accept_bare``;
 2. ``X`` must be ``search[...]`` or ``click[...]`` (case-insensitive). A search is legal
-   only on the search page and with a query that has a letter or digit; the query is
-   folded to ASCII, lower-cased (as WebShop), its whitespace collapsed, square brackets
-   turned into parentheses, and clipped to :data:`MAX_QUERY_CHARS`. A click is legal when
+   on every page but the last (as in WebShop's text env) with a query that has a letter
+   or digit; the query is folded to ASCII, lower-cased (as WebShop), its whitespace
+   collapsed, square brackets turned into parentheses, and clipped to
+   :data:`MAX_QUERY_CHARS`. A click is legal when
    its element, stripped and lower-cased, is a clickable of the page; on a results page
    a product's title is read as its id.
 

@@ -50,8 +50,7 @@ class Product:
 
     ``category`` is the top-level category, ``query`` the search that found it (WebShop's
     ``query``), ``product_category`` its department path (WebShop's ``product_category``
-    split on ``›``); ``type_words`` are the nouns of its title that WebShop's type reward
-    compares (see :mod:`~mage_envs.tasks.webshop.reward`); ``options`` maps each option
+    split on ``›``); ``options`` maps each option
     name to its values, in order; ``price`` is the price paid, ``price_tag`` what the
     page shows; ``features`` are WebShop's bullet points.
     """
@@ -61,7 +60,6 @@ class Product:
     category: str
     query: str
     product_category: tuple[str, ...]
-    type_words: tuple[str, ...]
     attributes: tuple[str, ...]
     options: Options
     price: float
@@ -160,7 +158,6 @@ def _generate_product(index: int) -> tuple[Product, GoalSeed]:
         category=category.name,
         query=kind.plural,
         product_category=(*category.path, kind.plural.title()),
-        type_words=tuple(kind.name.replace("-", " ").split()),
         attributes=attributes,
         options=options,
         price=price,

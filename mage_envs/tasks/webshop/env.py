@@ -7,13 +7,13 @@ files with ``catalog_path=``). The prompt holds the rules, the instruction, the 
 page, the last actions, the legal actions and the answer format
 ``<action>click[buy now]</action>``.
 
-* **Actions**: ``search[query]`` on the search page, ``click[element]`` for an element of
-  the page (what is legal where: :mod:`~mage_envs.tasks.webshop.pages`; how answers are
-  read: :mod:`~mage_envs.tasks.webshop.actions`). ``info["legal_actions"]`` lists the
-  clicks as ``click[element]`` and, on the search page, the form ``search[<your query>]``.
+* **Actions**: ``search[query]`` on any page (as WebShop's text env), ``click[element]``
+  for an element of the page (what is legal where: :mod:`~mage_envs.tasks.webshop.pages`;
+  how answers are read: :mod:`~mage_envs.tasks.webshop.actions`). ``info["legal_actions"]``
+  lists the form ``search[<your query>]`` first, then the clicks as ``click[element]``.
   Any other answer is an *invalid action*, handled by ``invalid_action`` (retry, forfeit
-  or fallback); a retried answer is not a step. A fallback on the search page searches
-  for the instruction itself.
+  or fallback); a retried answer is not a step. A fallback that draws the search form
+  searches for the instruction itself.
 * **Reward**: WebShop's (:mod:`~mage_envs.tasks.webshop.reward`), paid at ``buy now``;
   0 at every other step. A forfeit pays ``penalty`` plus ``forfeit_return`` (default 0,
   what buying nothing is worth).
@@ -69,7 +69,7 @@ from .text import (
     rules,
 )
 
-#: The search entry of ``info["legal_actions"]`` on the search page.
+#: The search entry of ``info["legal_actions"]`` (on every page).
 SEARCH_FORM = "search[<your query>]"
 _END_LINES = {
     "truncated": "Out of actions: nothing was bought (reward 0). The episode is over.",
@@ -172,13 +172,11 @@ class WebShopEnv(TextTaskEnv):
         self._score: RewardBreakdown | None = None
 
     def _legal_actions(self) -> list[str]:
-        if self._browse.page == "search":
-            return [SEARCH_FORM]
-        return [f"click[{element}]" for element in self._clickables()]
+        return [SEARCH_FORM, *(f"click[{element}]" for element in self._clickables())]
 
     def _read(self, answer: str) -> ParsedAction:
         return read_answer(
-            answer, self._browse.page == "search", self._clickables(), self._aliases(), self.accept_bare
+            answer, self._browse.page != "done", self._clickables(), self._aliases(), self.accept_bare
         )
 
     def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
@@ -196,7 +194,7 @@ class WebShopEnv(TextTaskEnv):
         return reward + self._score.reward, "win" if self._score.reward == 1.0 else "loss"
 
     def _fallback_action(self, legal_action: str) -> str:
-        """On the search page, a search for the instruction itself."""
+        """For the search form, a search for the instruction itself."""
         if legal_action == SEARCH_FORM:
             return f"search[{normalize_query(self._goal.instruction)}]"
         return legal_action

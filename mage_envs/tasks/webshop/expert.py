@@ -3,7 +3,7 @@
 The expert knows the goal, so it scores every product it could reach with WebShop's
 reward (choosing, on each, the option values that match the goal). It considers buying
 the open product (after ``< prev`` from a sub-page), going back to the current results,
-and new searches: first a query made of the instruction (without its price clause),
+and new searches (a search works from any page): first a query made of the instruction (without its price clause),
 then the goal product's title. It returns the plan with the highest reward, the
 shortest among those, the earliest considered among equals. On the generated catalog the
 goal product is always reachable and worth 1.0, so the plan always succeeds (if enough
@@ -27,7 +27,6 @@ from .actions import normalize_query
 from .catalog import Product
 from .goals import Goal
 from .pages import (
-    BACK_TO_SEARCH,
     BUY_NOW,
     NEXT_PAGE,
     PREV_PAGE,
@@ -62,7 +61,7 @@ def best_choice(product: Product, goal: Goal) -> tuple[tuple[str, str], ...]:
     for name, values in product.options:
         usable = [v for v in values if v in clickable and option_owner(product, v) == name]
         matching = [v for v in usable if v in goal.options] or [
-            v for v in usable if option_matches(product, goal, {name: v})
+            v for v in usable if option_matches(goal, {name: v})
         ]
         if matching and len(choice) < len(goal.options):
             choice.append((name, matching[0]))
@@ -74,7 +73,7 @@ def _purchase(product: Product, goal: Goal, chosen: Sequence[tuple[str, str]]) -
     current = dict(chosen)
     clicks = []
     for name, value in best_choice(product, goal):
-        if name in current and option_matches(product, goal, {name: current[name]}):
+        if name in current and option_matches(goal, {name: current[name]}):
             continue
         current[name] = value
         clicks.append(f"click[{value}]")
@@ -104,8 +103,7 @@ def expert_plan(shop: Shop, goal: Goal, browse: Browse) -> list[str]:
         plans += _from_results(shop, goal, browse.results, browse.page_number, [*back, f"click[{PREV_PAGE}]"])
     elif browse.page == "results":
         plans += _from_results(shop, goal, browse.results, browse.page_number, [])
-    prefix = [] if browse.page == "search" else [f"click[{BACK_TO_SEARCH}]"]
     for query in dict.fromkeys([expert_query(goal), normalize_query(shop.product(goal.asin).title)]):
         if query:
-            plans += _from_results(shop, goal, shop.search(query), 1, [*prefix, f"search[{query}]"])
+            plans += _from_results(shop, goal, shop.search(query), 1, [f"search[{query}]"])
     return max(plans, key=lambda plan: (plan[0], -len(plan[1])))[1] if plans else []

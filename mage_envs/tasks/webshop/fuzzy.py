@@ -1,10 +1,11 @@
-"""The string matching of WebShop's reward, without its dependencies.
+"""The string matching of WebShop's reward: thefuzz's rule, computed by rapidfuzz.
 
 WebShop (``web_agent_site/engine/goal.py``) compares attributes and options with
 ``thefuzz.fuzz.token_set_ratio(a, b) > 85`` and maps option values to a base colour with
-``normalize_color``. :func:`token_set_ratio` reimplements the former as thefuzz computes
-it (``full_process`` then rapidfuzz's token-set ratio over the Indel distance, rounded to
-an int); :func:`normalize_color` and :data:`COLOR_SET` are WebShop's own.
+``normalize_color``. thefuzz's ``token_set_ratio`` is rapidfuzz's (a C++ library, the
+``webshop`` extra) on both strings after ``full_process`` (``str()``, characters 128-255
+dropped, rapidfuzz's ``default_process``), rounded to an int; :func:`token_set_ratio` is
+that call. :func:`normalize_color` and :data:`COLOR_SET` are WebShop's own.
 
 Example:
     >>> token_set_ratio("Relaxed Fit", "relaxed fit")
@@ -19,8 +20,10 @@ Example:
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
+
+from rapidfuzz import fuzz as _rapidfuzz
+from rapidfuzz.utils import default_process as _default_process
 
 #: WebShop's threshold: two strings match when their token-set ratio is above it.
 MATCH_THRESHOLD = 85
@@ -39,7 +42,7 @@ COLOR_SET: tuple[str, ...] = (
     "violet", "walnut", "wheat", "white", "wine", "yellow",
 )
 
-_NON_ALPHANUMERIC = re.compile(r"[^a-z0-9]")
+_HIGH_LATIN1 = {code: None for code in range(128, 256)}
 
 
 def normalize_color(value: str) -> str:
@@ -55,57 +58,21 @@ def normalize_color(value: str) -> str:
     return value
 
 
-def full_process(text: str) -> str:
-    """thefuzz's ``full_process``: ASCII only, lower case, non-alphanumerics to spaces.
+def full_process(text: object) -> str:
+    """thefuzz's ``full_process(text, force_ascii=True)``: ``str(text)`` without the
+    characters 128-255, then lower case, non-alphanumerics to spaces, stripped.
 
     Example:
         >>> full_process("  Pack-of-12 (XL) ")
         'pack of 12  xl'
     """
-    ascii_text = text.encode("ascii", "ignore").decode().lower()
-    return _NON_ALPHANUMERIC.sub(" ", ascii_text).strip()
-
-
-def indel_distance(a: str, b: str) -> int:
-    """Insertions plus deletions that turn ``a`` into ``b``: ``len(a) + len(b) - 2 * LCS``.
-
-    Example:
-        >>> indel_distance("kitten", "sitting")
-        5
-    """
-    if len(a) < len(b):
-        a, b = b, a
-    previous = [0] * (len(b) + 1)
-    for char in a:
-        current = [0]
-        for j, other in enumerate(b):
-            current.append(previous[j] + 1 if char == other else max(previous[j + 1], current[j]))
-        previous = current
-    return len(a) + len(b) - 2 * previous[-1]
-
-
-def _ratio(distance: int, total: int) -> float:
-    return 100.0 if total == 0 else 100.0 * (1.0 - distance / total)
+    return _default_process(str(text).translate(_HIGH_LATIN1))
 
 
 @lru_cache(maxsize=65536)
-def token_set_ratio(a: str, b: str) -> int:
+def token_set_ratio(a: object, b: object) -> int:
     """``thefuzz.fuzz.token_set_ratio(a, b)``: 0..100, 100 when one token set holds the other."""
-    tokens_a, tokens_b = set(full_process(a).split()), set(full_process(b).split())
-    if not tokens_a or not tokens_b:
-        return 0
-    intersection = tokens_a & tokens_b
-    only_a, only_b = tokens_a - tokens_b, tokens_b - tokens_a
-    if intersection and (not only_a or not only_b):
-        return 100
-    joined_a, joined_b = " ".join(sorted(only_a)), " ".join(sorted(only_b))
-    common = len(" ".join(sorted(intersection)))
-    gap = 1 if common else 0
-    length_a, length_b = common + gap + len(joined_a), common + gap + len(joined_b)
-    best = _ratio(indel_distance(joined_a, joined_b), length_a + length_b)
-    if common:
-        best = max(best, _ratio(gap + len(joined_a), common + length_a), _ratio(gap + len(joined_b), common + length_b))
-    return round(best)
+    return int(round(_rapidfuzz.token_set_ratio(full_process(a), full_process(b))))
 
 
 def fuzzy_match(a: str, b: str) -> bool:

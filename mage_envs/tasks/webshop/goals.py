@@ -51,8 +51,10 @@ SPLITS = ("train", "ood")
 @dataclass(frozen=True)
 class Goal:
     """What to buy: the target product's id and type fields (WebShop's ``query``,
-    ``product_category`` and the nouns of its ``name``), the ``attributes`` and option
-    values asked for, and the price limit."""
+    ``product_category`` and ``name``, the product's title), the ``attributes`` and option
+    values asked for, and the price limit. ``option_names`` names the option of each value
+    when they were drawn per instance (WebShop's synthetic goals, whose ``goal_options`` is
+    a dict); it is empty for a human instruction's values (a list in WebShop)."""
 
     asin: str
     instruction: str
@@ -61,8 +63,9 @@ class Goal:
     price_upper: float
     query: str
     product_category: tuple[str, ...]
-    type_words: tuple[str, ...]
+    name: str
     kind: str
+    option_names: tuple[str, ...] = ()
 
 
 def price_limit(price: float, rng: random.Random) -> tuple[float, str]:
@@ -86,10 +89,11 @@ def make_goal(seed: GoalSeed, product: Product, rng: random.Random) -> Goal:
     if seed.options is None:
         chosen = [(name, rng.choice(values)) for name, values in product.options]
         options = tuple(value for _, value in chosen)
+        names = tuple(name for name, _ in chosen)
         option_text = ", and ".join(f"{name}: {value}" for name, value in chosen)
         text = f"{seed.text} with {option_text}" if option_text else seed.text
     else:
-        options, text = seed.options, seed.text
+        options, text, names = seed.options, seed.text, ()
     upper, price_text = price_limit(product.price, rng)
     return Goal(
         asin=product.asin,
@@ -99,8 +103,9 @@ def make_goal(seed: GoalSeed, product: Product, rng: random.Random) -> Goal:
         price_upper=upper,
         query=product.query,
         product_category=product.product_category,
-        type_words=product.type_words,
+        name=product.title,
         kind=product.kind,
+        option_names=names,
     )
 
 

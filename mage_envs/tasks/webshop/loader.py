@@ -20,9 +20,7 @@ product without pricing costs $100; a price range is paid at a price drawn unifo
 it (from a generator seeded by the id, so always the same); human instructions without
 attributes are skipped and lose their trailing full stops. Differences: text is folded to
 ASCII (:func:`~mage_envs.core.contract.sanitize_text`); a product without attributes has
-none (WebShop gives it ``"DUMMY_ATTR"``, which never matches); the nouns that the type
-reward compares are the title's words of two letters or more that are not stop words
-(WebShop tags nouns with spaCy).
+none (WebShop gives it ``"DUMMY_ATTR"``, which never matches).
 
 Example:
     >>> import json, pathlib, tempfile
@@ -37,8 +35,8 @@ Example:
     >>> _ = (folder / "items_human_ins.json").write_text(json.dumps(human))
     >>> catalog = load_webshop_catalog(folder)
     >>> product = catalog.products[0]
-    >>> product.options, product.price, product.type_words
-    ((('size', ('9',)),), 39.99, ('acme', 'trail', 'shoes'))
+    >>> product.options, product.price
+    ((('size', ('9',)),), 39.99)
     >>> catalog.seeds[0]
     GoalSeed(asin='B000000001', text='i need trail shoes in size 9', attributes=('breathable',), options=('9',))
 """
@@ -53,14 +51,12 @@ from typing import Any
 
 from ...core.contract import sanitize_text
 from .catalog import Catalog, GoalSeed, Product
-from .search import STOP_WORDS
 
 PRODUCT_FILES = ("items_shuffle_1000.json", "items_shuffle.json")
 ATTRIBUTE_FILES = ("items_ins_v2_1000.json", "items_ins_v2.json")
 HUMAN_FILE = "items_human_ins.json"
 #: The price of a product without pricing (WebShop's).
 DEFAULT_PRICE = 100.0
-_WORD = re.compile(r"[a-z]{2,}")
 _SPACES = re.compile(r"\s+")
 
 
@@ -136,14 +132,12 @@ def _product(asin: str, item: dict[str, Any], extra: dict[str, Any]) -> Product:
     price_tag = " to ".join(f"${value}" for value in pricing)
     price = pricing[0] if len(pricing) == 1 else round(random.Random(f"webshop-price/{asin}").uniform(*pricing), 2)
     attribute_list = extra.get("attributes", item.get("Attributes", item.get("attributes"))) or []
-    words = _WORD.findall(title.lower())
     return Product(
         asin=asin,
         title=title,
         category=_clean(item.get("category")),
         query=_clean(item.get("query")).lower(),
         product_category=tuple(_clean(part) for part in str(item.get("product_category") or "").split("\u203a") if part.strip()),
-        type_words=tuple(dict.fromkeys(word for word in words if word not in STOP_WORDS)),
         attributes=tuple(_clean(attribute) for attribute in attribute_list),
         options=_options(item),
         price=price,

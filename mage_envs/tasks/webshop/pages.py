@@ -1,18 +1,21 @@
 """The store's pages and what can be done on each: WebShop's site as a state machine.
 
 A :class:`Browse` is where the agent is. What is legal on each page (WebShop's
-``has_search_bar`` and ``clickables``; element names are lower case):
+``clickables``; element names are lower case), as in WebShop's text env:
 
 =============  ==================================================================
 page           legal
 =============  ==================================================================
-search         ``search[query]`` only (the search box is on this page only)
-results        ``back to search``; ``< prev`` after page 1; ``next >`` before the
-               last page; the id of each product shown (10 per page, 50 at most)
+every page     ``search[query]`` (WebShop's env accepts a search on any page)
+but done
+results        ``back to search``; ``< prev`` after page 1; ``next >`` always (past
+               the last page it shows an empty page); the id of each product shown
+               (10 per page, 50 at most)
 item           ``back to search``, ``< prev``, every option value of the product,
-               ``description``, ``features``, ``buy now``
+               ``description``, ``features``, ``reviews``, ``buy now``
 description,   ``back to search``, ``< prev``
-features
+features,
+reviews
 done           nothing (the episode is over)
 =============  ==================================================================
 
@@ -22,15 +25,15 @@ value for its option (replacing the earlier choice); ``< prev`` goes from an ite
 back to the results page it came from (its choices are dropped, as WebShop's search page
 resets them) and from a sub-page back to the item page (choices kept); ``back to search``
 goes to the search page; ``buy now`` buys. An option value that two options of one
-product share belongs to the first. WebShop's reviews page is left out (there are no
-reviews here).
+product share belongs to the last (WebShop maps each value to the last radio button
+that carries it). The reviews page is empty, as WebShop's (its reviews are not loaded).
 
 Example:
     >>> browse = Browse().searched("red shoes", ("B01", "B02"))
     >>> browse.page, browse.shown, browse.page_count
     ('results', ('B01', 'B02'), 1)
     >>> clickables(browse, None)
-    ['back to search', 'b01', 'b02']
+    ['back to search', 'next >', 'b01', 'b02']
 """
 
 from __future__ import annotations
@@ -44,9 +47,10 @@ NEXT_PAGE = "next >"
 PREV_PAGE = "< prev"
 DESCRIPTION = "description"
 FEATURES = "features"
+REVIEWS = "reviews"
 BUY_NOW = "buy now"
-SUB_PAGES = (DESCRIPTION, FEATURES)
-_ITEM_BUTTONS = frozenset((BACK_TO_SEARCH, PREV_PAGE, DESCRIPTION, FEATURES, BUY_NOW))
+SUB_PAGES = (DESCRIPTION, FEATURES, REVIEWS)
+_ITEM_BUTTONS = frozenset((BACK_TO_SEARCH, PREV_PAGE, *SUB_PAGES, BUY_NOW))
 #: Products per results page (WebShop's ``PRODUCT_WINDOW``).
 RESULTS_PER_PAGE = 10
 
@@ -65,6 +69,7 @@ class Browse:
 
     @property
     def page_count(self) -> int:
+        """Result pages that hold products (at least 1); ``next >`` may go past them."""
         return max(1, -(-len(self.results) // RESULTS_PER_PAGE))
 
     @property
@@ -105,8 +110,16 @@ def _choose(chosen: tuple[tuple[str, str], ...], name: str, value: str, product:
 
 
 def option_owner(product: Product, value: str) -> str:
-    """The option whose values hold ``value`` (the first such option)."""
-    return next(name for name, values in product.options if value in values)
+    """The option whose values hold ``value`` (the last such option, as WebShop).
+
+    Example:
+        >>> from dataclasses import replace
+        >>> from mage_envs.tasks.webshop.catalog import generate_catalog
+        >>> shirt = replace(generate_catalog(30).products[0], options=(("color", ("red", "blue")), ("trim", ("red",))))
+        >>> option_owner(shirt, "red"), option_owner(shirt, "blue")
+        ('trim', 'color')
+    """
+    return next(name for name, values in reversed(product.options) if value in values)
 
 
 def option_values(product: Product) -> list[str]:
@@ -117,8 +130,8 @@ def option_values(product: Product) -> list[str]:
 
 
 def page_turns(browse: Browse) -> list[str]:
-    """``< prev`` after the first results page, ``next >`` before the last."""
-    return [PREV_PAGE] * (browse.page_number > 1) + [NEXT_PAGE] * (browse.page_number < browse.page_count)
+    """``< prev`` after the first results page, then ``next >`` (always, as WebShop)."""
+    return [PREV_PAGE] * (browse.page_number > 1) + [NEXT_PAGE]
 
 
 def clickables(browse: Browse, product: Product | None) -> list[str]:
@@ -126,7 +139,7 @@ def clickables(browse: Browse, product: Product | None) -> list[str]:
     if browse.page == "results":
         return [BACK_TO_SEARCH, *page_turns(browse), *(asin.lower() for asin in browse.shown)]
     if browse.page == "item":
-        return [BACK_TO_SEARCH, PREV_PAGE, *option_values(product), DESCRIPTION, FEATURES, BUY_NOW]
+        return [BACK_TO_SEARCH, PREV_PAGE, *option_values(product), *SUB_PAGES, BUY_NOW]
     if browse.page in SUB_PAGES:
         return [BACK_TO_SEARCH, PREV_PAGE]
     return []

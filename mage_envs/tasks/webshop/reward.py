@@ -1,6 +1,7 @@
 """WebShop's reward for buying a product with some options, against a goal.
 
-As ``web_agent_site/engine/goal.py::get_reward``:
+As ``web_agent_site/engine/goal.py::get_reward`` (the same numbers; ``tests/test_webshop.py``
+pins cases computed with the original):
 
     r = r_type * (|U_att ∩ Y_att| + |U_opt ∩ Y_opt| + 1[y_price <= u_price])
                / (|U_att| + |U_opt| + 1)
@@ -8,17 +9,20 @@ As ``web_agent_site/engine/goal.py::get_reward``:
 * **attributes** (``U_att``, the goal's): one counts when it fuzzy-matches
   (``token_set_ratio > 85``) an attribute of the product, or is written in its title,
   features or description (lower case);
-* **options**: each chosen value (colour-normalised with ``normalize_color``) counts when
-  it matches a goal option — exactly for an option named ``size``, fuzzily otherwise — or
-  is written in the title, features or description. WebShop counts matched *chosen*
-  values; here the count is capped at ``|U_opt|`` so that r never exceeds 1;
+* **options**: each goal option counts once, when some chosen value fuzzy-matches it
+  (both colour-normalised with ``normalize_color``). Sizes are fuzzy too ("large"
+  satisfies "x-large"), and an option is never credited for being written in the
+  product's text. A goal whose options were drawn per instance (WebShop's synthetic
+  goals, the generated store's) compares each chosen value with the ``(name, value)``
+  pair, as WebShop does with ``goal_options.items()``; a human goal with its values;
 * **price**: the price paid is at most the goal's limit;
 * **r_type**: WebShop's type factor. ``title_score`` is the share of the goal product's
-  title nouns found among the bought product's title nouns; then r_type = 1, or 0.5 when
-  neither the search query (``query``) nor two elements of the category path
+  title nouns (spaCy's tags, :mod:`~mage_envs.tasks.webshop.nouns`; repeats count in
+  the denominator) found among the bought product's title nouns; then r_type = 1, or 0.5
+  when neither the search query (``query``) nor two elements of the category path
   (``product_category``) nor more than 0.2 of the nouns match, 0.1 when
-  ``title_score < 0.1`` and 0 when it is 0. WebShop tags nouns with spaCy; here a
-  product's nouns are its ``type_words`` (see the catalog and the loader).
+  ``title_score < 0.1`` and 0 when it is 0. A product whose title shares a brand or a
+  word tagged as a noun with the goal's earns partial credit.
 
 ``success`` is ``reward == 1.0``.
 
@@ -43,11 +47,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from .catalog import Product
-from .fuzzy import fuzzy_match, normalize_color
+from .fuzzy import COLOR_SET, fuzzy_match, normalize_color
 from .goals import Goal
-
-#: Options compared exactly, not fuzzily (WebShop's ``EXACT_MATCH_OPTS``).
-EXACT_MATCH_OPTIONS = ("size",)
+from .nouns import title_nouns
 
 
 @dataclass(frozen=True)
@@ -83,8 +85,9 @@ def type_reward(product: Product, goal: Goal) -> tuple[float, bool, bool, float]
     """
     query_match = product.query == goal.query
     category_match = len(set(product.product_category) & set(goal.product_category)) >= 2
-    desired = set(goal.type_words)
-    title_score = len(set(product.type_words) & desired) / len(desired) if desired else 0.2
+    desired = title_nouns(goal.name)
+    bought = set(title_nouns(product.title))
+    title_score = len(bought & set(desired)) / len(desired) if desired else 0.2
     r_type = 1.0
     if not (query_match or category_match or title_score > 0.2):
         r_type = 0.5
@@ -107,25 +110,34 @@ def attribute_matches(product: Product, goal: Goal) -> int:
     )
 
 
-def option_matches(product: Product, goal: Goal, chosen: Mapping[str, str]) -> int:
-    """How many chosen option values match a goal option, capped at the goal's count."""
-    wanted = [normalize_color(value) for value in goal.options]
-    matched = 0
-    for name, value in chosen.items():
-        value = normalize_color(value)
-        if name.lower() in EXACT_MATCH_OPTIONS:
-            hit = value in wanted
-        else:
-            hit = any(fuzzy_match(option, value) for option in wanted)
-        matched += hit or _written_in(value, product)
-    return min(matched, len(goal.options))
+def goal_option_keys(goal: Goal) -> tuple[object, ...]:
+    """What each goal option is compared with: its colour-normalised value, or for a goal
+    whose options were drawn per instance the ``(name, value)`` pair, which WebShop's
+    ``normalize_color`` turns into a colour only when name or value *is* one.
+
+    Example:
+        >>> from mage_envs.tasks.webshop.goals import Goal
+        >>> goal = Goal("B0", "", (), ("navy blue", "navy"), 40.0, "", (), "", "", ("color", "color"))
+        >>> goal_option_keys(goal), goal_option_keys(Goal(**{**goal.__dict__, "option_names": ()}))
+        ((('color', 'navy blue'), 'navy'), ('blue', 'navy'))
+    """
+    if not goal.option_names:
+        return tuple(normalize_color(value) for value in goal.options)
+    pairs = zip(goal.option_names, goal.options)
+    return tuple(next((color for color in COLOR_SET if color in pair), pair) for pair in pairs)
+
+
+def option_matches(goal: Goal, chosen: Mapping[str, str]) -> int:
+    """How many goal options some chosen value (name -> value) fuzzy-matches, each once."""
+    values = [normalize_color(value) for value in chosen.values()]
+    return sum(any(fuzzy_match(value, key) for value in values) for key in goal_option_keys(goal))
 
 
 def webshop_reward(product: Product, goal: Goal, chosen: Mapping[str, str]) -> RewardBreakdown:
     """The reward of buying ``product`` with the ``chosen`` options (name -> value)."""
     r_type, query_match, category_match, title_score = type_reward(product, goal)
     attributes = attribute_matches(product, goal)
-    options = option_matches(product, goal, chosen)
+    options = option_matches(goal, chosen)
     price_ok = product.price <= goal.price_upper
     total = len(goal.attributes) + len(goal.options) + 1
     reward = r_type * (attributes + options + int(price_ok)) / total

@@ -4,24 +4,27 @@ WebShop searches a Lucene index (pyserini, BM25 with k1 = 0.9, b = 0.4) of each 
 title, description, first feature and options, and shows the top 50 hits. Here the same
 documents are indexed with ``bm25s`` (``method="lucene"``, the same k1 and b). The
 analyzer stands in for Lucene's English one: lower case, ``[a-z0-9]+`` tokens, Lucene's 33
-English stop words dropped, plurals folded onto their singulars by :func:`stem` (Lucene
-runs the full Porter stemmer). Ties in score keep catalog order, so a
+English stop words dropped, then the Porter stemmer (PyStemmer's ``"porter"``, the
+algorithm of Lucene's ``PorterStemFilter``). Ties in score keep catalog order, so a
 query always returns the same list. A query with no indexed word finds nothing.
 
-``bm25s`` is imported when the first index is built, not when ``mage_envs`` is imported.
+``bm25s`` and PyStemmer (the ``webshop`` extra) are imported when the first index is
+built, not when ``mage_envs`` is imported.
 
 Example:
     >>> index = SearchIndex(["red running shoes", "blue hoodie", "red hoodies with pockets"])
     >>> index.search("Red Hoodie")
     (2, 1, 0)
-    >>> index.search("purple"), tokenize("The batteries of shoes")
-    ((), ['batteri', 'sho'])
+    >>> index.search("purple"), tokenize("The batteries of running shoes")
+    ((), ['batteri', 'run', 'shoe'])
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
+from functools import cache
+from typing import Any
 
 import numpy as np
 
@@ -35,29 +38,18 @@ STOP_WORDS = frozenset((
 _TOKEN = re.compile(r"[a-z0-9]+")
 
 
-def stem(token: str) -> str:
-    """Fold a plural and its singular to one term: Porter's step 1a (``sses`` -> ``ss``,
-    ``ies`` -> ``i``, a final ``s`` dropped) then a final ``e`` dropped and ``y`` -> ``i``,
-    for tokens longer than three characters.
-
-    Example:
-        >>> [stem(word) for word in ["hoodie", "hoodies", "battery", "batteries", "dresses", "xl"]]
-        ['hoodi', 'hoodi', 'batteri', 'batteri', 'dress', 'xl']
-    """
-    if len(token) <= 3:
-        return token
-    if token.endswith(("sses", "ies")):
-        token = token[:-2]
-    elif token.endswith("s") and not token.endswith("ss"):
-        token = token[:-1]
-    if token.endswith("e"):
-        return token[:-1]
-    return token[:-1] + "i" if token.endswith("y") else token
+@cache
+def _stemmer() -> Any:
+    try:
+        import Stemmer  # PyStemmer
+    except ImportError as error:
+        raise ImportError('WebShop\'s search stems with PyStemmer: pip install "mage-rl[webshop]"') from error
+    return Stemmer.Stemmer("porter")
 
 
 def tokenize(text: str) -> list[str]:
-    """The index terms of ``text``."""
-    return [stem(token) for token in _TOKEN.findall(text.lower()) if token not in STOP_WORDS]
+    """The index terms of ``text``: its words, stop words dropped, Porter-stemmed."""
+    return _stemmer().stemWords([token for token in _TOKEN.findall(text.lower()) if token not in STOP_WORDS])
 
 
 class SearchIndex:

@@ -23,6 +23,7 @@ from functools import cache, lru_cache
 from .catalog import DEFAULT_NUM_PRODUCTS, Catalog, GoalSeed, Product, generate_catalog
 from .goals import SPLITS, Goal, held_out_kinds, make_goal
 from .loader import load_webshop_catalog
+from .nouns import pipeline
 from .search import SearchIndex
 
 #: Queries whose results each store keeps.
@@ -34,6 +35,7 @@ class Shop:
 
     def __init__(self, catalog: Catalog) -> None:
         self.catalog = catalog
+        pipeline()  # the type reward's tagger: fail here, not at the first purchase, without it
         self.index = SearchIndex([product.document() for product in catalog.products])
         self.held_out = held_out_kinds(catalog.products)
         self.pools: dict[str, tuple[GoalSeed, ...]] = {

@@ -29,14 +29,15 @@ from .pages import (
     DESCRIPTION,
     FEATURES,
     PREV_PAGE,
+    REVIEWS,
     Browse,
     page_turns,
 )
 from .reward import RewardBreakdown
 
 RULES = """You are shopping in WebShop, an online store. Find the product that the instruction describes and buy it with the options it asks for.
-- search[query] searches the store. The search box is on the search page only: elsewhere click [back to search] first.
-- click[element] clicks an element shown in square brackets: a product id in the results, [next >] or [< prev] to turn result pages, an option value on a product page (choose one value per option, e.g. a size and a color), [description] or [features] to read more, [< prev] to go back, [back to search], and [buy now] to buy the open product.
+- search[query] searches the store, from any page.
+- click[element] clicks an element shown in square brackets: a product id in the results, [next >] or [< prev] to turn result pages, an option value on a product page (choose one value per option, e.g. a size and a color), [description], [features] or [reviews] to read more, [< prev] to go back, [back to search], and [buy now] to buy the open product.
 - Buying ends the episode. The reward (0 to 1) is the share of the instruction's attributes, options and price limit that the product you buy meets, times how well its product type matches; only a reward of 1 is a success.
 - You have at most {max_steps} actions; if you buy nothing, the reward is 0."""
 
@@ -90,10 +91,13 @@ def page_block(browse: Browse, product: Product | None, results: Sequence[Produc
         return "Page: search. Type your query with search[...]."
     if browse.page == "results":
         query = f'"{plain(browse.query, MAX_QUERY_CHARS)}"'
+        buttons = _buttons([BACK_TO_SEARCH, *page_turns(browse)])
         if not browse.results:
-            return f"Page: search results for {query}: no product matches.\n{_buttons([BACK_TO_SEARCH])}"
+            return f"Page: search results for {query}: no product matches.\n{buttons}"
+        if not results:
+            return f"Page: search results for {query}, page {browse.page_number}: no more products.\n{buttons}"
         header = f"Page: search results for {query}, page {browse.page_number} of {browse.page_count}"
-        lines = [f"{header} ({len(browse.results)} results).", _buttons([BACK_TO_SEARCH, *page_turns(browse)])]
+        lines = [f"{header} ({len(browse.results)} results).", buttons]
         lines += [f"[{p.asin.lower()}] {plain(p.title, RESULT_TITLE_CHARS)} | {p.price_tag}" for p in results]
         return clip("\n".join(lines), PAGE_CHARS)
     heading = f"product {product.asin.lower()}: {plain(product.title, TITLE_CHARS)}"
@@ -102,6 +106,8 @@ def page_block(browse: Browse, product: Product | None, results: Sequence[Produc
     elif browse.page == FEATURES:
         features = [f"- {plain(f, FEATURE_CHARS)}" for f in product.features[:MAX_FEATURES]] or ["(none)"]
         body = "\n".join([f"Page: features of {heading}", *features])
+    elif browse.page == REVIEWS:
+        body = f"Page: reviews of {heading}\n(no reviews)"
     else:
         return clip(_item_page(browse, product, heading), PAGE_CHARS)
     return clip(f"{body}\n{_buttons([BACK_TO_SEARCH, PREV_PAGE])}", PAGE_CHARS)
@@ -113,7 +119,7 @@ def _item_page(browse: Browse, product: Product, heading: str) -> str:
     for name, values in product.options:
         shown = [f"[{v}] (chosen)" if chosen.get(name) == v else f"[{v}]" for v in values]
         lines.append(clip(f"{plain(name, 40)}: {' '.join(shown)}", OPTION_LINE_CHARS))
-    lines.append(_buttons([DESCRIPTION, FEATURES, BUY_NOW, PREV_PAGE, BACK_TO_SEARCH]))
+    lines.append(_buttons([DESCRIPTION, FEATURES, REVIEWS, BUY_NOW, PREV_PAGE, BACK_TO_SEARCH]))
     return "\n".join(lines)
 
 

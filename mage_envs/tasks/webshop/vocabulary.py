@@ -7,9 +7,9 @@ checks every product of the default catalog):
 * within a product type, no two attributes match under WebShop's fuzzy rule
   (``token_set_ratio > 85``), and no attribute is written in the text of a product that
   lacks it, so an attribute counts if and only if the product has it;
-* within an option, no two values match (sizes are compared exactly, as in WebShop), and
-  no option value appears in a product's title, features or description (WebShop also
-  credits an option found there), so an option counts if and only if it was chosen;
+* within an option, no two values match, except sizes ("large" satisfies "x-large" in
+  WebShop's fuzzy rule, as in WebShop's own stores), and no option value appears in a
+  product's title, features or description;
 * texts hold no digits (shoe sizes are numbers) and no colour or size words.
 
 Example:

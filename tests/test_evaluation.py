@@ -35,7 +35,7 @@ def direct_returns(env_id, opponent, agent, meta_episodes, seed, **kwargs):
 def test_harness_matches_a_hand_written_loop():
     agent = aggressive_agent
     report = evaluate(agent, "mage/KuhnPoker-meta-v0", opponents=["maniac", "conservative"], meta_episodes=40,
-                      seed=3, env_kwargs={"repeat_instance": False}, oracle=False, progress=False)
+                      seed=3, env_kwargs={"repeat_instance": False}, oracle=False, progress=False, stratify=False)
     for opponent in ("maniac", "conservative"):
         rows = direct_returns("mage/KuhnPoker-meta-v0", opponent, agent, 40, 3, repeat_instance=False)
         result = report.opponents[opponent]
@@ -45,6 +45,44 @@ def test_harness_matches_a_hand_written_loop():
             assert result.win_rate_by_episode[i] == pytest.approx(sum(r > 0 for r in column) / 40)
             assert result.win_rate_by_episode[i] + result.draw_rate_by_episode[i] + result.loss_rate_by_episode[i] == pytest.approx(1)
         assert result.invalid_action_rate == 0.0
+
+
+def test_stratified_harness_plays_the_stratified_instances_and_their_ceiling():
+    from mage_envs.oracle import instance_optimal_value
+    from mage_envs.oracle.winnable import instance_value, stratified_instances
+
+    report = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", opponents=["conservative"], meta_episodes=24,
+                      seed=7, progress=False)
+    assert report.stratified
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent="conservative")
+    finals, ceilings = [], []
+    for j, instance in enumerate(stratified_instances("kuhn_poker", 24, 7)):
+        obs, info = env.reset(seed=7 + j, options={"instance": instance})
+        ceilings.append(instance_value("kuhn_poker", "conservative", instance, info["seat"]))
+        while True:
+            obs, reward, terminated, truncated, info = env.step(aggressive_agent(obs, info))
+            if terminated or truncated:
+                finals.append(info["episode_returns"][-1])
+                break
+    result = report.opponents["conservative"]
+    assert result.mean_return_by_episode[-1] == pytest.approx(sum(finals) / 24)
+    # two full rounds of the 12 (deal, seat) cells: the on-sample ceiling is the expectation exactly
+    assert result.instance_optimal_value == pytest.approx(sum(ceilings) / 24)
+    assert result.instance_optimal_value == pytest.approx(instance_optimal_value("kuhn_poker", "conservative"))
+
+
+def test_unstratified_ceiling_is_averaged_over_the_instances_played():
+    from mage_envs.oracle.winnable import instance_value
+
+    report = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=7,
+                      seed=11, progress=False, stratify=False)
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent="aggressive")
+    ceilings = []
+    for j in range(7):
+        _, info = env.reset(seed=11 + j)
+        ceilings.append(instance_value("kuhn_poker", "aggressive", info["instance"], info["seat"]))
+    assert not report.stratified
+    assert report.opponents["aggressive"].instance_optimal_value == pytest.approx(sum(ceilings) / 7)
 
 
 def test_invalid_action_rate_counts_acting_steps():

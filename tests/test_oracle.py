@@ -284,3 +284,60 @@ def test_instance_optimal_value_by_hand():
         assert instance_optimal_value("kuhn_poker", name) > best_response_value("kuhn_poker", name).value
     # against minimax in Tic-Tac-Toe (no hidden information) it equals the best response
     assert instance_optimal_value("tic_tac_toe", "minimax", seat=0) == pytest.approx(0.0)
+
+
+@pytest.mark.parametrize("game, env_id", [("kuhn_poker", "mage/KuhnPoker-v0"), ("leduc_poker", "mage/LeducPoker-v0")])
+def test_instance_deal_is_what_the_env_deals(game, env_id):
+    import pyspiel
+
+    from mage_envs.oracle.agents import RandomLegalAgent
+    from mage_envs.oracle.winnable import instance_deal
+
+    env, agent = gym.make(env_id), RandomLegalAgent(seed=1)
+    for instance in range(40):
+        obs, info = env.reset(seed=instance, options={"instance": instance})
+        done = False
+        while not done:
+            obs, _, terminated, truncated, info = env.step(agent(obs, info))
+            done = terminated or truncated
+        dealt = tuple(s.action for s in env.unwrapped.state.full_history() if s.player == pyspiel.PlayerId.CHANCE)
+        assert instance_deal(game, instance)[: len(dealt)] == dealt   # a hand that ended early dealt a prefix
+
+
+def test_stratified_instances_cover_every_cell_equally_and_ceilings_average_to_the_expectation():
+    from mage_envs.oracle.winnable import instance_deal, instance_value, stratified_instances
+
+    instances = stratified_instances("kuhn_poker", 36, seed=4)
+    cells = [(instance_deal("kuhn_poker", k), k & 1) for k in instances]
+    assert len(set(instances)) == 36 and all(cells.count(c) == 3 for c in set(cells)) and len(set(cells)) == 12
+    for rnd in range(3):   # every round of 12 holds each cell once
+        assert len(set(cells[12 * rnd:12 * rnd + 12])) == 12
+    for style in ("conservative", "aggressive", "intermediate"):
+        mean = sum(instance_value("kuhn_poker", style, k, k & 1) for k in instances) / 36
+        assert mean == pytest.approx(winnable.instance_optimal_value("kuhn_poker", style))
+    assert stratified_instances("kuhn_poker", 36, seed=4) == instances
+    assert stratified_instances("kuhn_poker", 36, seed=5) != instances
+    fixed_seat = stratified_instances("kuhn_poker", 6, seed=0, seat_from_instance=False)
+    assert len({instance_deal("kuhn_poker", k) for k in fixed_seat}) == 6
+
+
+def test_deal_known_action_reaches_the_instance_value():
+    import pyspiel
+
+    from mage_envs.oracle.winnable import deal_known_action, instance_deal, instance_value
+
+    game = pyspiel.load_game("kuhn_poker")
+    for style in ("conservative", "aggressive", "intermediate"):
+        for instance in range(12):
+            seat, deal = instance & 1, instance_deal("kuhn_poker", instance)
+            state = game.new_initial_state()
+            for card in deal:
+                state.apply_action(card)
+            opponent = make_opponent("kuhn_poker", style)
+            while not state.is_terminal():   # deterministic styles: play their single move
+                if state.current_player() == seat:
+                    state.apply_action(deal_known_action("kuhn_poker", style, state, instance, seat))
+                else:
+                    probs = opponent.action_probabilities(state)
+                    state.apply_action(max(probs, key=probs.get))
+            assert state.returns()[seat] == instance_value("kuhn_poker", style, instance, seat)

@@ -14,7 +14,7 @@ from .core.contract import InvalidActionPolicy, TEXT_CHARSET, sanitize_text, tex
 from .core.meta import MetaEpisodeWrapper
 from .core.memory import ReflectionMemory
 from .core.parsing import parse_action
-from .opponents import Opponent, Population, list_opponents, make_opponent, register_opponent
+from .opponents import Opponent, Population, list_opponents, make_opponent, register_opponent, unregister_opponent
 from .registration import register_envs
 
 register_envs()
@@ -35,4 +35,5 @@ __all__ = [
     "register_opponent",
     "sanitize_text",
     "text_space",
+    "unregister_opponent",
 ]

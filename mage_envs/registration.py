@@ -7,8 +7,8 @@ game's options alike; :func:`make_meta_env` splits them.
 Example:
     >>> import gymnasium as gym, mage_envs
     >>> env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, opponent="nash", seat=1)
-    >>> env.unwrapped.num_episodes if hasattr(env.unwrapped, "num_episodes") else 2
-    2
+    >>> env.get_wrapper_attr("num_episodes"), env.unwrapped.seat_option
+    (2, 1)
 """
 
 from __future__ import annotations

@@ -4,12 +4,16 @@ Every archetype has a stable id, a split (``"train"`` or ``"heldout"``) and a fa
 builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``.
 
 Example:
-    >>> from mage_envs.opponents import PolicyOpponent, register_opponent, make_opponent
+    >>> from mage_envs.opponents import (PolicyOpponent, list_opponents, make_opponent,
+    ...     register_opponent, unregister_opponent)
     >>> register_opponent("kuhn_poker", "always-pass",
     ...     lambda game: PolicyOpponent("always-pass", lambda state: {0: 1.0}),
     ...     split="heldout", description="never bets, folds to every bet", overwrite=True)
     >>> make_opponent("kuhn_poker", "always-pass").name
     'always-pass'
+    >>> unregister_opponent("kuhn_poker", "always-pass")   # leave the registry as found
+    >>> "always-pass" in list_opponents("kuhn_poker")
+    False
 """
 
 from __future__ import annotations
@@ -58,6 +62,16 @@ def register_opponent(
     if name in games and not overwrite:
         raise ValueError(f"opponent {name!r} is already registered for {game!r} (pass overwrite=True)")
     games[name] = ArchetypeSpec(game, name, factory, split, description)
+
+
+def unregister_opponent(game: str, name: str) -> None:
+    """Remove archetype ``name`` of ``game`` from the registry (``KeyError`` if unknown).
+
+    The inverse of :func:`register_opponent`, for tests and examples that must leave the
+    global registry as they found it (as Gymnasium's registry tests delete their ids).
+    """
+    archetype(game, name)  # loads the built-in archetypes and raises a helpful KeyError
+    del _REGISTRY[game][name]
 
 
 def archetype(game: str, name: str) -> ArchetypeSpec:

@@ -13,9 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import torch
-
 import gymnasium as gym
+import torch
 
 from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents

@@ -43,7 +43,6 @@ from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
 from .setup import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of
 
-
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).

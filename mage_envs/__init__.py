@@ -10,9 +10,9 @@ Importing the package registers every id with Gymnasium:
     ['check', 'bet']
 """
 
-from .core.contract import InvalidActionPolicy, TEXT_CHARSET, sanitize_text, text_space
-from .core.meta import MetaEpisodeWrapper
+from .core.contract import TEXT_CHARSET, InvalidActionPolicy, sanitize_text, text_space
 from .core.memory import ReflectionMemory
+from .core.meta import MetaEpisodeWrapper
 from .core.parsing import parse_action
 from .opponents import Opponent, Population, list_opponents, make_opponent, register_opponent, unregister_opponent
 from .registration import register_envs

@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -148,16 +148,19 @@ def evaluate(
     repeats = num_episodes > 1 and bool(_wrapper_attribute(probe, "repeat_instance"))
     probe.close()
     names = resolve_opponents(game, opponents) if game else ["default"]
-    report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs)
+    named = agent if agent is not None else make_agent
+    assert named is not None  # exactly one of them was given
+    report = EvaluationReport(env_id, agent_name or _agent_name(named), seed, num_episodes, env_kwargs)
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
         if hasattr(agent, "act_batch"):
             envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, meta_episodes))]
-            result = _play_batched(agent, envs, num_episodes, meta_episodes, seed, bar)
+            result = _play_batched(cast(BatchAgent, agent), envs, num_episodes, meta_episodes, seed, bar)
         else:
             envs = [gym.make(env_id, **kwargs)]
             player = agent if make_agent is None else make_agent(envs[0])
+            assert player is not None
             result = _play(player, envs[0], num_episodes, meta_episodes, seed, bar)
         for env in envs:
             env.close()
@@ -200,14 +203,14 @@ class _Recorder:
         self._recorded = np.zeros(meta_episodes, dtype=int)
         self._single_return = np.zeros(meta_episodes)
 
-    def step(self, j: int, phase: str, reward: float, done: bool, info: dict[str, Any]) -> None:
+    def step(self, j: int, phase: str, reward: SupportsFloat, done: bool, info: dict[str, Any]) -> None:
         """Record meta-episode ``j``'s step (taken in ``phase``) and what it returned."""
         if phase == "act":
             self.act_steps += 1
             self.invalid_steps += info.get("invalid_action") is not None
         finished = info.get("episode_returns")
         if finished is None:  # a single-episode env
-            self._single_return[j] += reward
+            self._single_return[j] += float(reward)
             if done:
                 self.returns[j, 0], self.outcomes[j, 0] = self._single_return[j], info.get("outcome")
                 self.successes[j, 0] = bool(info.get("success", False))

@@ -10,7 +10,7 @@ from gymnasium.utils.env_checker import check_env
 
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.opponents import Opponent, make_opponent
-from mage_envs.opponents.kuhn_poker import BET, KING, PASS, QUEEN, JACK, cfr_average_policy
+from mage_envs.opponents.kuhn_poker import BET, JACK, KING, PASS, QUEEN, cfr_average_policy
 
 CARDS = {"J": JACK, "Q": QUEEN, "K": KING}
 

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.opponents import (
     Opponent,
     PolicyOpponent,
@@ -12,10 +13,9 @@ from mage_envs.opponents import (
     list_opponents,
     make_opponent,
     register_opponent,
+    registry,
     unregister_opponent,
 )
-from mage_envs.games.kuhn_poker import KuhnPokerEnv
-from mage_envs.opponents import registry
 
 
 def test_weighted_sampling_matches_weights():

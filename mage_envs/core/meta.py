@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from .contract import text_space
-from .meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from .meta_tracker import MetaEpisodeTracker, Phase, RewardMode, replay_reset
 
 
 class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
@@ -81,7 +81,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self.memory = tracker.memory
         self._inner_max = env.observation_space.max_length
         self.observation_space = text_space(MetaEpisodeTracker.prompt_length(self._inner_max, memory_budget))
-        self._phase = "act"
+        self._phase: Phase = "act"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -102,7 +102,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         if self._phase == "done":
             raise RuntimeError("the meta-episode is over; call reset() to start a new one")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.tracker.add_reward(reward)
+        self.tracker.add_reward(float(reward))
         if not (terminated or truncated):
             return self.tracker.act_prompt(obs), 0.0, False, False, self._info(info)
         return self._end_inner_episode(obs, terminated, truncated, info)

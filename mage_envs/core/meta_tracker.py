@@ -35,6 +35,8 @@ from .contract import sanitize_text
 from .memory import ReflectionMemory
 
 RewardMode = Literal["differential", "final", "cumulative"]
+#: Where a meta-episode is: an inner episode, the reflection between two, or the end.
+Phase = Literal["act", "reflect", "done"]
 REWARD_MODES: tuple[str, ...] = ("differential", "final", "cumulative")
 
 REFLECT_PROMPT = (
@@ -181,7 +183,7 @@ class MetaEpisodeTracker:
         return self.with_memory(f"{body}\n\n{prompt}")
 
     def info(
-        self, inner: dict[str, Any], phase: Literal["act", "reflect", "done"], **extra: Any
+        self, inner: dict[str, Any], phase: Phase, **extra: Any
     ) -> dict[str, Any]:
         """``inner`` (an inner env's info) with the meta-episode's keys and ``extra`` added."""
         info = dict(inner)

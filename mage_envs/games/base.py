@@ -41,7 +41,10 @@ def accepted_answer(accepted: dict[str, str], action: Any) -> str | None:
     if not isinstance(action, str):
         return None
     chosen = accepted.get(action)
-    return accepted.get(tag_suffix(action)) if chosen is None else chosen
+    if chosen is None:
+        suffix = tag_suffix(action)
+        return None if suffix is None else accepted.get(suffix)
+    return chosen
 
 
 class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
@@ -85,6 +88,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         self.observation_space = text_space(self.max_observation_chars)
         self.action_space = ACTION_SPACE
         self._header_cache: dict[int, str] = {}
+        self._accepted: dict[str, str]  # set by the view with self._legal
 
     # ------------------------------------------------------------------ text layer
     def rules(self, seat: int) -> str:

@@ -170,7 +170,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     game_string: ClassVar[str]
     #: Default ``opponent`` argument.
     default_opponent: ClassVar[str] = "train"
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -196,9 +196,13 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.render_mode = render_mode
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
-        self._state: pyspiel.State | None = None
+        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
+        self._state: Any = None
         self._nodes: dict[int, GameNode] = {}
         self._base = key_base(self.game)
+        # set by the view (_view, _clear_view) for the current state
+        self._observation: ObsType
+        self._legal: dict[str, int]
 
     # ------------------------------------------------------------------ view hooks
     def _view(self, terminal: bool) -> None:
@@ -312,6 +316,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         terminated = self._advance()
         if terminated:
             payoff = self._node.payoff
+            assert payoff is not None  # a terminal node keeps the seat's payoff
             reward += payoff * self.reward_scale
             self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
         return self._observation, reward, terminated, False, self._info(invalid)

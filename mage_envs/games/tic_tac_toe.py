@@ -107,6 +107,7 @@ class TicTacToeEnv(OpenSpielTextEnv):
         if payoff == 0:
             return "Game over: draw. The board is full with no three in a row."
         line = winning_line(board_key(state))
+        assert line is not None  # a decisive game ends on a line of three
         if payoff > 0:
             return f"Game over: you win with three {mark_of(seat)} in a row (cells {cell_list(line)})."
         return (

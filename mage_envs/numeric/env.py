@@ -64,9 +64,11 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             size = self.game.information_state_tensor_size()
         else:
             size = 2 + self.game.observation_tensor_size()
-        self.observation_space = spaces.Box(0.0, 1.0, (size,), np.float32)
-        self.action_space = spaces.Discrete(self.game.num_distinct_actions())
-        self._mask = np.zeros(self.action_space.n, np.int8)
+        self.observation_space: spaces.Box = spaces.Box(0.0, 1.0, (size,), np.float32)
+        self._num_actions: int = self.game.num_distinct_actions()
+        # gymnasium types Env.action_space as Space[ActType]; a Discrete samples np.int64
+        self.action_space = spaces.Discrete(self._num_actions)  # type: ignore[assignment]
+        self._mask = np.zeros(self._num_actions, np.int8)
 
     # ------------------------------------------------------------------ game hooks
     def revealed_card(self, state: pyspiel.State, seat: int) -> int | None:
@@ -83,7 +85,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             action_id = operator.index(action)
         except TypeError:
             raise TypeError(f"action must be an integer id in {self.action_space}, got {action!r}") from None
-        if not (0 <= action_id < self.action_space.n and self._mask[action_id]):
+        if not (0 <= action_id < self._num_actions and self._mask[action_id]):
             return self._invalid(ParsedAction(None, "illegal_action", str(action_id)), self._legal)
         self._play(action_id)
         return self._after_move(0.0, None)
@@ -124,7 +126,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
     def _new_view(self, terminal: bool) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
         """The current node's tensor, legal ids (as ``str(id) -> id``) and ``int8`` mask."""
         legal = [] if terminal else self._state.legal_actions()
-        mask = np.zeros(self.action_space.n, np.int8)
+        mask = np.zeros(self._num_actions, np.int8)
         mask[legal] = 1
         return self._tensor(), {str(action): action for action in legal}, mask
 
@@ -135,7 +137,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
     def _clear_view(self) -> None:
         self._observation = self._observation.copy()
         self._legal = {}
-        self._mask = np.zeros(self.action_space.n, np.int8)
+        self._mask = np.zeros(self._num_actions, np.int8)
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info = super()._info(invalid)

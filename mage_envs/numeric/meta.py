@@ -24,13 +24,13 @@ Example:
 from __future__ import annotations
 
 import inspect
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..core.meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from ..core.meta_tracker import MetaEpisodeTracker, Phase, RewardMode, replay_reset
 from ..registration import load_entry_point
 from .env import OpenSpielTensorEnv
 
@@ -78,7 +78,7 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
             np.ones(size, np.float32),
             dtype=np.float32,
         )
-        self._phase = "act"
+        self._phase: Phase = "act"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -97,7 +97,7 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
         if self._phase == "done":
             raise RuntimeError("the meta-episode is over; call reset() to start a new one")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.tracker.add_reward(reward)
+        self.tracker.add_reward(float(reward))
         if not (terminated or truncated):
             return self._encode(obs), 0.0, False, False, self._info(info)
         reward = self.tracker.end_episode(info)
@@ -111,14 +111,14 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
 
     def action_masks(self) -> np.ndarray:
         """The inner env's legal actions (``bool``), for sb3-contrib's maskable algorithms."""
-        return self.env.unwrapped.action_masks()
+        return cast(OpenSpielTensorEnv, self.env.unwrapped).action_masks()
 
     # ------------------------------------------------------------------ internals
     def _remember(self) -> None:
         """Fill the slot of the episode that just ended."""
         returns = self.tracker.returns
         slot = self._slots[len(returns) - 1]
-        slot[:-1] = self.env.unwrapped.episode_summary()
+        slot[:-1] = cast(OpenSpielTensorEnv, self.env.unwrapped).episode_summary()
         slot[-1] = np.clip(returns[-1] / self._return_unit, -1.0, 1.0)
 
     def _next_inner_episode(self) -> tuple[np.ndarray, dict[str, Any]]:

@@ -149,7 +149,7 @@ def load_cfr_file() -> dict[str, Any]:
     Made by ``scripts/solve_leduc.py``; ``policy`` maps information state strings to
     ``{action: probability}`` with string action keys as stored.
     """
-    text = resources.files("mage_envs").joinpath("data", POLICY_FILE).read_text()
+    text = resources.files("mage_envs").joinpath("data").joinpath(POLICY_FILE).read_text()
     return json.loads(text)
 
 

@@ -41,7 +41,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from ..core.contract import text_space
-from ..core.meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from ..core.meta_tracker import MetaEpisodeTracker, Phase, RewardMode, replay_reset
 from .text_game import render_prompt
 
 
@@ -92,6 +92,11 @@ class MetaEpisodeAEC(AECEnv, EzPickle):
         if not all(isinstance(space, spaces.Dict) and isinstance(space.get("prompt"), spaces.Text) for space in inner_spaces):
             raise TypeError(f"MetaEpisodeAEC needs observations with a 'prompt' text field, got {inner_spaces[0]}")
         self.env = env
+        # set for each game by _begin_game: learner -> seat agent, seat agent -> learner
+        self._seat: dict[str, str]
+        self._learner: dict[str, str]
+        self._phase: Phase
+        self.agent_selection: str
         self.num_episodes = num_episodes
         self.reflection = reflection
         self.repeat_instance = repeat_instance

@@ -183,7 +183,8 @@ class TextGameAEC(AECEnv, EzPickle):
         # one action space per agent (the contract's ACTION_SPACE), each seeded on its own
         self.action_spaces = {agent: text_space(MAX_ACTION_CHARS) for agent in AGENTS}
         self._rng: random.Random | None = None
-        self._state: pyspiel.State | None = None
+        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
+        self._state: Any = None
         self._nodes: dict[int, NodePair] = {}
         self._base = key_base(self.game)
         self._no_moves = np.zeros(num_actions, dtype=np.int8)
@@ -373,12 +374,14 @@ class TextGameAEC(AECEnv, EzPickle):
         self._play_chance()
         if self._pair[0].terminal:
             for agent, node in zip(AGENTS, self._pair):
+                assert node.payoff is not None  # a terminal node keeps each seat's payoff
                 self.rewards[agent] += node.payoff * self.text.reward_scale
 
     def _invalid(self, seat: int, parsed: ParsedAction, names: dict[str, int]) -> str | None:
         """Apply the invalid-action policy to ``seat``'s ``parsed`` answer (``names``: its
         legal names -> ids): the name to play instead, or ``None`` (a retry, a forfeit)."""
         policy = self.text.invalid_policy
+        assert self._rng is not None  # seeded by reset()
         decision = judge_invalid(policy, parsed, list(names), self._retries[seat], self._rng)
         self._retries[seat] = decision.retries_left
         self._reports[AGENTS[seat]] = decision.report

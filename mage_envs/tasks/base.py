@@ -77,7 +77,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
 
     #: The task's name in error messages, e.g. ``"Sokoban"``.
     task_name: ClassVar[str]
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,

@@ -13,13 +13,15 @@ Example:
 
 from __future__ import annotations
 
-import importlib
 import inspect
 from typing import Any
 
 import gymnasium as gym
 
+from .core.entry_points import load_entry_point
 from .core.meta import MetaEpisodeWrapper
+
+__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "game_of", "load_entry_point", "make_meta_env", "register_envs"]
 
 _META_OPTIONS = tuple(inspect.signature(MetaEpisodeWrapper.__init__).parameters)[2:]
 
@@ -40,10 +42,18 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def load_entry_point(entry_point: str) -> Any:
-    """Import ``"package.module:attr"``."""
-    module, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def game_of(env_id: str) -> str | None:
+    """The OpenSpiel game behind a registered id (its env's ``game_string``), or ``None``
+    for a single-agent task. Works for the text, meta and ``-tensor-`` ids alike.
+
+    Example:
+        >>> game_of("mage/KuhnPoker-meta-v0"), game_of("mage/TicTacToe-tensor-v0"), game_of("mage/Sokoban-meta-v0")
+        ('kuhn_poker', 'tic_tac_toe', None)
+    """
+    spec = gym.spec(env_id)
+    entry = spec.kwargs.get("base", spec.entry_point)
+    env_class = load_entry_point(entry) if isinstance(entry, str) else entry
+    return getattr(env_class, "game_string", None)
 
 
 def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:

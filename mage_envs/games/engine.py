@@ -37,7 +37,7 @@ from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
-from ..opponents.registry import load_game
+from .facts import load_game
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")

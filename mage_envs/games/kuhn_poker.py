@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pyspiel
 
-from ..opponents.kuhn_poker import BET, CARD_NAMES, PASS
 from .base import OpenSpielTextEnv
+from .facts.kuhn_poker import BET, CARD_NAMES, PASS
 
 _RULES = """You are playing Kuhn Poker, a two-player card game.
 - The deck has three cards: Jack < Queen < King. Each player antes 1 chip and gets one card; the third card is unseen.

@@ -26,8 +26,8 @@ import functools
 
 import pyspiel
 
-from ..opponents.tic_tac_toe import EMPTY, board_key, winning_line
 from .base import OpenSpielTextEnv
+from .facts.tic_tac_toe import EMPTY, board_key, winning_line
 
 _RULES = """You are playing Tic-Tac-Toe against an opponent on a 3x3 board.
 - The cells are numbered 1 to 9, left to right and top to bottom (1 2 3 is the top row, 7 8 9 the bottom row).

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pyspiel
 
+from ..games.facts.kuhn_poker import BET, PASS
+from ..games.facts.leduc_poker import FOLD
 from ..games.kuhn_poker import KuhnPokerEnv
 from ..games.leduc_poker import LeducPokerEnv
-from ..opponents.kuhn_poker import BET, PASS
-from ..opponents.leduc_poker import FOLD
 from .env import OpenSpielTensorEnv
 
 

@@ -1,7 +1,10 @@
 """Named opponent archetypes per game, extendable by users.
 
 Every archetype has a stable id, a split (``"train"`` or ``"heldout"``) and a factory that
-builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``.
+builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``. The built-in
+ones are tables (:class:`~mage_envs.opponents.base.Archetype` rows) that the registry
+loads by entry-point string, :data:`BUILTIN_TABLES`, the first time it is asked; the
+modules that define them do not import the registry.
 
 Example:
     >>> from mage_envs.opponents import (PolicyOpponent, list_opponents, make_opponent,
@@ -20,14 +23,31 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, Literal
 
-import pyspiel
+from ..core.entry_points import load_entry_point
+from ..games.facts import load_game
+from .base import Archetype, Opponent, OpponentFactory, Split
 
-from .base import Opponent
+__all__ = [
+    "BUILTIN_TABLES",
+    "RESERVED_POPULATION_NAMES",
+    "ArchetypeSpec",
+    "OpponentFactory",
+    "Split",
+    "archetype",
+    "list_opponents",
+    "load_game",
+    "make_opponent",
+    "register_opponent",
+    "unregister_opponent",
+]
 
-Split = Literal["train", "heldout"]
-OpponentFactory = Callable[[pyspiel.Game], Opponent]
+#: OpenSpiel game -> the entry point of its built-in archetype table.
+BUILTIN_TABLES: dict[str, str] = {
+    "kuhn_poker": "mage_envs.opponents.kuhn_poker:ARCHETYPE_TABLE",
+    "leduc_poker": "mage_envs.opponents.leduc_poker:ARCHETYPE_TABLE",
+    "tic_tac_toe": "mage_envs.opponents.tic_tac_toe:ARCHETYPE_TABLE",
+}
 
 
 @dataclass(frozen=True)
@@ -53,7 +73,15 @@ def register_opponent(
     description: str = "",
     overwrite: bool = False,
 ) -> None:
-    """Register archetype ``name`` for OpenSpiel game ``game`` (e.g. ``"kuhn_poker"``)."""
+    """Register archetype ``name`` for OpenSpiel game ``game`` (e.g. ``"kuhn_poker"``).
+
+    The built-in archetypes are registered first, so a user's come after them.
+    """
+    _load_builtin()
+    _add(game, name, factory, split, description, overwrite)
+
+
+def _add(game: str, name: str, factory: OpponentFactory, split: Split, description: str, overwrite: bool) -> None:
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
     if name in RESERVED_POPULATION_NAMES:
@@ -101,11 +129,9 @@ RESERVED_POPULATION_NAMES = ("train", "heldout", "all")
 
 
 @functools.cache
-def load_game(game: str) -> pyspiel.Game:
-    """``pyspiel.load_game`` cached per game string (games are immutable)."""
-    return pyspiel.load_game(game)
-
-
-@functools.cache
 def _load_builtin() -> None:
-    from . import kuhn_poker, leduc_poker, tic_tac_toe  # noqa: F401  (registers archetypes)
+    """Register the rows of every :data:`BUILTIN_TABLES` table (once per process)."""
+    for game, entry_point in BUILTIN_TABLES.items():
+        row: Archetype
+        for row in load_entry_point(entry_point):
+            _add(game, row.name, row.factory, row.split, row.description, overwrite=False)

@@ -26,8 +26,9 @@ from collections.abc import Iterator
 
 import pyspiel
 
+from ..games.facts import load_game
 from ..opponents.base import Opponent
-from ..opponents.registry import load_game, make_opponent
+from ..opponents.registry import make_opponent
 from .value import Seat, seats
 
 Deal = tuple[int, ...]

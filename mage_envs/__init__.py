@@ -10,6 +10,7 @@ Importing the package registers every id with Gymnasium:
     ['check', 'bet']
 """
 
+from .core.checker import check_text_env
 from .core.contract import TEXT_CHARSET, InvalidActionPolicy, sanitize_text, text_space
 from .core.memory import ReflectionMemory
 from .core.meta import MetaEpisodeWrapper
@@ -28,6 +29,7 @@ __all__ = [
     "Population",
     "ReflectionMemory",
     "TEXT_CHARSET",
+    "check_text_env",
     "list_opponents",
     "make_opponent",
     "parse_action",

@@ -37,6 +37,10 @@ from .memory import ReflectionMemory
 RewardMode = Literal["differential", "final", "cumulative"]
 #: Where a meta-episode is: an inner episode, the reflection between two, or the end.
 Phase = Literal["act", "reflect", "done"]
+#: The keys :meth:`MetaEpisodeTracker.info` adds to an inner env's ``info``.
+META_INFO_KEYS = (
+    "phase", "episode_index", "num_episodes", "episode_returns", "episode_successes", "episode_outcomes", "meta_done",
+)
 REWARD_MODES: tuple[str, ...] = ("differential", "final", "cumulative")
 
 REFLECT_PROMPT = (

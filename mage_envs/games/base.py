@@ -19,7 +19,7 @@ from typing import Any, ClassVar, Sequence
 import pyspiel
 
 from ..core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
-from ..core.parsing import parse_action, tag_suffix
+from ..core.parsing import answer_instruction, canonical_answers, parse_action, tag_suffix
 from ..opponents.population import OpponentSpec
 from .engine import GameNode, OpenSpielGameEnv, Seat, splitmix64
 
@@ -153,9 +153,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         """The :data:`TextView` of the current node (the live state)."""
         state, seat = self._state, self._seat
         legal = {} if terminal else self.action_names(state)
-        accepted = {f"<action>{name}</action>": name for name in legal}
-        if self.accept_bare:
-            accepted.update({name: name for name in legal})
+        accepted = canonical_answers(legal, self.accept_bare)
         private = self.private_view(state, seat)
         ending = self.describe_end(state, seat) if terminal else None
         observation = self.compose_prompt(seat, self._node.trail, private, ending, list(legal), None)
@@ -275,10 +273,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
             if notice:
                 parts.append(f"Note: {notice}")
             parts.append(f"Legal actions: {', '.join(legal)}")
-            parts.append(
-                "Think briefly if you like, then answer with exactly one legal action "
-                "inside tags, e.g. <action>" + legal[0] + "</action>."
-            )
+            parts.append(answer_instruction(legal[0], think=True, legal=True))
         return clip_text("\n".join(parts), self.max_observation_chars)
 
     # ------------------------------------------------------------------ introspection

@@ -58,7 +58,7 @@ from pettingzoo import AECEnv
 
 from ..core.contract import MAX_ACTION_CHARS, InvalidActionPolicy, text_space
 from ..core.invalid import judge_invalid
-from ..core.parsing import ParsedAction, parse_action
+from ..core.parsing import ParsedAction, canonical_answers, parse_action
 from ..games.base import FORFEIT_LINE, OpenSpielTextEnv, accepted_answer
 from ..games.engine import NODE_LIMIT, ChanceStream, GameNode, key_base
 
@@ -308,9 +308,7 @@ class TextGameAEC(AECEnv, EzPickle):
         """``seat``'s :class:`SeatView` of the live state, whose node is ``node``."""
         text, state = self.text, self._state
         legal = text.action_names(state) if node.player == seat else {}
-        accepted = {f"<action>{name}</action>": name for name in legal}
-        if text.accept_bare:
-            accepted.update({name: name for name in legal})
+        accepted = canonical_answers(legal, text.accept_bare)
         mask = np.zeros(len(self._no_moves), dtype=np.int8)
         mask[list(legal.values())] = 1
         ending = text.describe_end(state, seat) if node.terminal else None

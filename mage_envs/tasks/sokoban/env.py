@@ -44,7 +44,7 @@ from gymnasium import spaces
 
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.invalid import InvalidDecision
-from ...core.parsing import ParsedAction
+from ...core.parsing import ParsedAction, canonical_answers
 from ..base import TextTaskEnv, check_settings
 from .generator import generate_level
 from .level import DIRECTIONS, Level, parse_xsb
@@ -56,7 +56,7 @@ BOX_ON_GOAL_REWARD = 1.0
 BOX_OFF_GOAL_REWARD = -1.0
 SOLVED_REWARD = 10.0
 
-_ACCEPTED = {f"<action>{name}</action>": name for name in DIRECTIONS}
+_ACCEPTED = canonical_answers(DIRECTIONS, accept_bare=False)
 _END_LINES = {
     "win": "Solved: every box is on a goal. The episode is over.",
     "loss": "Out of steps: the puzzle was not solved. The episode is over.",

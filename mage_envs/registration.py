@@ -13,17 +13,15 @@ Example:
 
 from __future__ import annotations
 
-import inspect
 from typing import Any
 
 import gymnasium as gym
 
 from .core.entry_points import load_entry_point
 from .core.meta import MetaEpisodeWrapper
+from .core.meta_tracker import MetaOptions
 
 __all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "game_of", "load_entry_point", "make_meta_env", "register_envs"]
-
-_META_OPTIONS = tuple(inspect.signature(MetaEpisodeWrapper.__init__).parameters)[2:]
 
 #: id stem -> (entry point of the single-episode env, default meta options)
 GAMES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -58,9 +56,9 @@ def game_of(env_id: str) -> str | None:
 
 def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:
     """Build ``base`` (an entry point) with its options, wrapped with the meta options."""
-    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_OPTIONS}
+    meta = MetaOptions.take(kwargs)
     env = load_entry_point(base)(**kwargs)
-    return MetaEpisodeWrapper(env, **meta)
+    return MetaEpisodeWrapper(env, **meta.as_kwargs())
 
 
 def register_envs() -> None:

@@ -200,3 +200,18 @@ def test_check_text_env_names_the_broken_rule():
         check_text_env(Crashes(), strict=False, episodes=30)
     with pytest.raises(AssertionError, match="outside the observation space"):
         check_text_env(Unclipped(), strict=False)
+
+
+def test_one_options_object_for_every_meta_env():
+    from mage_envs.core.meta_tracker import MetaOptions
+    from mage_envs.numeric import KuhnPokerTensorEnv, TensorMetaWrapper
+
+    env = MetaEpisodeWrapper(KuhnPokerEnv(), num_episodes=2, reflection=False)
+    assert env.options == MetaOptions(num_episodes=2, reflection=False)
+    assert env._saved_kwargs == MetaOptions(num_episodes=2, reflection=False).as_kwargs()
+    made = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, reflection=False, opponent="nash")
+    assert made.get_wrapper_attr("options") == env.options
+    with pytest.raises(TypeError, match="unexpected option"):
+        MetaEpisodeWrapper(KuhnPokerEnv(), num_episode=2)
+    with pytest.raises(TypeError, match="TensorMetaWrapper got unexpected option"):
+        TensorMetaWrapper(KuhnPokerTensorEnv(), reflection=False)

@@ -41,6 +41,9 @@ INFO_KEYS = ("legal_actions", "opponent", "seat", "invalid_action", "instance")
 TERMINAL_INFO_KEYS = ("outcome", "success")
 
 Outcome = Literal["win", "draw", "loss"]
+#: The agent's seat: ``0`` (moves first), ``1``, or ``"random"`` (an env draws it from the
+#: instance; an oracle averages both seats).
+Seat = Literal[0, 1, "random"]
 
 
 def text_space(max_length: int) -> spaces.Text:

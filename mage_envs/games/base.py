@@ -18,10 +18,10 @@ from typing import Any, ClassVar, Sequence
 
 import pyspiel
 
-from ..core.contract import ACTION_SPACE, InvalidActionPolicy, clip_text, text_space
+from ..core.contract import ACTION_SPACE, InvalidActionPolicy, Seat, clip_text, text_space
 from ..core.parsing import answer_instruction, canonical_answers, parse_action, tag_suffix
 from ..opponents.population import OpponentSpec
-from .engine import GameNode, OpenSpielGameEnv, Seat, splitmix64
+from .engine import GameNode, OpenSpielGameEnv, splitmix64
 
 __all__ = ["FORFEIT_LINE", "OpenSpielTextEnv", "Seat", "accepted_answer", "splitmix64"]
 

@@ -26,13 +26,13 @@ from __future__ import annotations
 
 import bisect
 import random
-from typing import Any, ClassVar, Literal, Sequence, TypeVar
+from typing import Any, ClassVar, Sequence, TypeVar
 
 import gymnasium as gym
 import numpy as np
 import pyspiel
 
-from ..core.contract import InvalidActionPolicy
+from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..opponents.base import Opponent
@@ -41,7 +41,6 @@ from .facts import load_game
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
-Seat = Literal[0, 1, "random"]
 _MASK64 = (1 << 64) - 1
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 #: An env's table of visited histories is a cache: it is cleared past this many nodes.

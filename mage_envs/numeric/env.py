@@ -34,9 +34,9 @@ import numpy as np
 import pyspiel
 from gymnasium import spaces
 
-from ..core.contract import InvalidActionPolicy
+from ..core.contract import InvalidActionPolicy, Seat
 from ..core.parsing import ParsedAction
-from ..games.engine import OpenSpielGameEnv, Seat
+from ..games.engine import OpenSpielGameEnv
 from ..opponents.population import OpponentSpec
 
 

@@ -29,8 +29,8 @@ from ..opponents.population import OpponentSpec, as_population
 from ..opponents.registry import make_opponent
 from . import tabular
 from .expectimax import Expectimax
+from .result import OracleValue, Seat, seats
 from .sampled import monte_carlo_value, opponent_model
-from .value import OracleValue, Seat, seats
 
 #: An equilibrium table whose NashConv exceeds this is rejected by :func:`equilibrium_value`.
 NASH_CONV_TOLERANCE = 1e-3

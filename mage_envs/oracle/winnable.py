@@ -29,7 +29,7 @@ import pyspiel
 from ..games.facts import load_game
 from ..opponents.base import Opponent
 from ..opponents.registry import make_opponent
-from .value import Seat, seats
+from .result import Seat, seats
 
 Deal = tuple[int, ...]
 

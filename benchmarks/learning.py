@@ -53,10 +53,10 @@ def run_one(job: tuple[str, int, int, int, str]) -> dict:
 def evaluate_run(run_dir: Path) -> dict:
     """Evaluate a run's last checkpoint on the full training population (whatever the
     variant trained against) and write ``run_dir/eval.json``."""
+    from mage_agent.build import build_policy
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
-    from mage_agent.setup import build_policy
 
     checkpoint = latest_checkpoint(run_dir / "checkpoints")
     if checkpoint is None:

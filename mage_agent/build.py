@@ -1,4 +1,5 @@
-"""From a :class:`~mage_agent.config.TrainConfig` to the objects a run needs.
+"""Build what a run needs from a :class:`~mage_agent.config.TrainConfig`: the policy, the env
+arguments, the population, the device, the sampling settings.
 
 Example:
     >>> from mage_agent.config import TrainConfig

@@ -28,6 +28,7 @@ import pyspiel
 
 from .base import OpenSpielTextEnv
 from .facts.tic_tac_toe import EMPTY, board_key, winning_line
+from .text import GameText
 
 _RULES = """You are playing Tic-Tac-Toe against an opponent on a 3x3 board.
 - The cells are numbered 1 to 9, left to right and top to bottom (1 2 3 is the top row, 7 8 9 the bottom row).
@@ -79,8 +80,8 @@ def cell_list(cells: tuple[int, ...]) -> str:
     return ", ".join(str(cell + 1) for cell in cells)
 
 
-class TicTacToeEnv(OpenSpielTextEnv):
-    """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+class TicTacToeText(GameText):
+    """The text layer of Tic-Tac-Toe: rules, action names, views, move lines."""
 
     game_string = "tic_tac_toe"
     title = "Tic-Tac-Toe"
@@ -114,3 +115,9 @@ class TicTacToeEnv(OpenSpielTextEnv):
             f"Game over: you lose. The opponent has three {mark_of(1 - seat)} in a row "
             f"(cells {cell_list(line)})."
         )
+
+
+class TicTacToeEnv(OpenSpielTextEnv):
+    """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+
+    text_class = TicTacToeText

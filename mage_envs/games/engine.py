@@ -386,9 +386,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if decision.applied == "fallback":
             self._play(names[decision.substitute])
             return self._after_move(reward, decision.report)
-        forfeit_return = self.invalid_policy.forfeit_return
-        if forfeit_return is None:
-            forfeit_return = self.forfeit_payoff(self._state, self._seat) * self.reward_scale
+        forfeit_return = self.invalid_policy.forfeit_value(
+            lambda: self.forfeit_payoff(self._state, self._seat) * self.reward_scale
+        )
         self._finish("loss", forfeit=True)
         return self._shown.observation, reward + forfeit_return, True, False, self._info(decision.report)
 

@@ -28,7 +28,7 @@ from typing import Any, ClassVar, Sequence
 
 import pyspiel
 
-from ..core.contract import InvalidActionPolicy, clip_text
+from ..core.contract import clip_text
 from ..core.parsing import ParsedAction, answer_instruction, canonical_answers, parse_action, tag_suffix
 from .facts import load_game
 
@@ -122,13 +122,6 @@ class GameText:
             return chosen
         parsed = parse_action(action, list(legal), accept_bare=self.accept_bare)
         return parsed if parsed.action is None else parsed.action
-
-    def forfeit_return(self, policy: InvalidActionPolicy, state: pyspiel.State, seat: int, reward_scale: float) -> float:
-        """The return of ``seat``'s forfeit under ``policy``: its ``forfeit_return``, else
-        the game's :meth:`forfeit_payoff` times ``reward_scale``."""
-        if policy.forfeit_return is not None:
-            return policy.forfeit_return
-        return self.forfeit_payoff(state, seat) * reward_scale
 
     # ------------------------------------------------------------------ prompts
     def trail(self, before: pyspiel.State, player: int, action: int, seat: int, trail: tuple[str, ...]) -> tuple[str, ...]:

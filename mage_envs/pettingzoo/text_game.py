@@ -382,7 +382,8 @@ class TextGameAEC(AECEnv, EzPickle):
         return decision.substitute
 
     def _forfeit(self, seat: int) -> None:
-        forfeit_return = self.text.forfeit_return(self.invalid_policy, self._state, seat, self.reward_scale)
+        state, text = self._state, self.text
+        forfeit_return = self.invalid_policy.forfeit_value(lambda: text.forfeit_payoff(state, seat) * self.reward_scale)
         self._forfeiter = seat
         self.rewards[AGENTS[seat]] += forfeit_return
         self.rewards[AGENTS[1 - seat]] -= forfeit_return

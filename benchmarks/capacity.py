@@ -36,7 +36,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, list[str], str]]:
     """(prompt, legal actions, oracle action) of every acting turn of ``meta_episodes``
     meta-episodes per training style, on stratified instances."""
-    from mage_agent.setup import env_kwargs
+    from mage_agent.build import env_kwargs
     from mage_envs.oracle.winnable import deal_known_action, stratified_instances
 
     kwargs = env_kwargs(config)
@@ -94,9 +94,9 @@ def main() -> None:
     parser.add_argument("--output", default=None, help="default: benchmarks/results/capacity-<probe>.json")
     args = parser.parse_args()
 
+    from mage_agent.build import build_policy
     from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
-    from mage_agent.setup import build_policy
 
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)

@@ -77,10 +77,10 @@ def _finished(folder: Path, iterations: int) -> bool:
 def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
     """Evaluate a run's last checkpoint on every training and held-out style (whatever the
     variant trained against), stratified over instances; writes ``folder/eval.json``."""
+    from mage_agent.build import build_policy
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
-    from mage_agent.setup import build_policy
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
     if checkpoint is None:

@@ -25,8 +25,8 @@ VARIANTS = ("plain", "policy")
 def measure(variant: str, rows: int, prompt: int, completion: int, vocab: int, duplicates: int) -> dict:
     """Score one batch with ``variant`` in this process: peak extra memory (MiB), seconds, log-prob sum."""
     import torch
-    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
     from tokenizers import Tokenizer, models
+    from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
     from mage_agent.policy import Policy
 

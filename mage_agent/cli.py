@@ -21,12 +21,13 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from mage_envs.evaluation import evaluate
+from mage_envs.registration import game_of
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
+from .build import build_policy, env_kwargs, population_of, sampling_of
 from .config import TrainConfig, apply_overrides, field_index, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
-from .setup import build_policy, env_kwargs, game_of, population_of, sampling_of
 
 
 def _flag(name: str) -> str:

@@ -34,7 +34,6 @@ import mage_envs  # noqa: F401  (registers the environments)
 
 from .policy import Policy, Sampling
 
-
 #: The archetype label of every turn in a single-agent task (one normalisation scope).
 TASK = "task"
 

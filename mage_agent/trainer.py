@@ -36,14 +36,13 @@ import torch
 from tqdm.auto import tqdm
 
 from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
+from .build import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
 from .loss import ppo_loss
 from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
-from .setup import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of
-
 
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")

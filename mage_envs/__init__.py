@@ -10,11 +10,12 @@ Importing the package registers every id with Gymnasium:
     ['check', 'bet']
 """
 
-from .core.contract import InvalidActionPolicy, TEXT_CHARSET, sanitize_text, text_space
-from .core.meta import MetaEpisodeWrapper
+from .core.checker import check_text_env
+from .core.contract import TEXT_CHARSET, InvalidActionPolicy, sanitize_text, text_space
 from .core.memory import ReflectionMemory
+from .core.meta import MetaEpisodeWrapper
 from .core.parsing import parse_action
-from .opponents import Opponent, Population, list_opponents, make_opponent, register_opponent
+from .opponents import Opponent, Population, list_opponents, make_opponent, register_opponent, unregister_opponent
 from .registration import register_envs
 
 register_envs()
@@ -28,6 +29,7 @@ __all__ = [
     "Population",
     "ReflectionMemory",
     "TEXT_CHARSET",
+    "check_text_env",
     "list_opponents",
     "make_opponent",
     "parse_action",
@@ -35,4 +37,5 @@ __all__ = [
     "register_opponent",
     "sanitize_text",
     "text_space",
+    "unregister_opponent",
 ]

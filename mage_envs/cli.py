@@ -17,13 +17,13 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Sequence
 
 import gymnasium as gym
 
 from .evaluation import evaluate
-from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .opponents.registry import archetype, list_opponents
+from .oracle.agents import BestResponseAgent, RandomLegalAgent
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
 
@@ -55,7 +55,7 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_arguments(name: str, seed: int) -> dict[str, object]:
+def _agent_arguments(name: str, seed: int) -> dict[str, Any]:
     """``evaluate`` keyword arguments for a built-in agent name."""
     if name == "random":
         return {"agent": RandomLegalAgent(seed=seed)}

@@ -20,7 +20,7 @@ import json
 import math
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Protocol, Sequence
+from typing import Any, Callable, Protocol, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
@@ -162,17 +162,20 @@ def evaluate(
         from .oracle.winnable import stratified_instances
 
         instances = stratified_instances(game, meta_episodes, seed, seat_from_instance=random_seat)
-    report = EvaluationReport(env_id, agent_name or _agent_name(agent or make_agent), seed, num_episodes, env_kwargs,
+    named = agent if agent is not None else make_agent
+    assert named is not None  # exactly one of them was given
+    report = EvaluationReport(env_id, agent_name or _agent_name(named), seed, num_episodes, env_kwargs,
                               stratified=instances is not None)
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
         if hasattr(agent, "act_batch"):
             envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, meta_episodes))]
-            recorder = _play_batched(agent, envs, num_episodes, meta_episodes, seed, instances, bar)
+            recorder = _play_batched(cast(BatchAgent, agent), envs, num_episodes, meta_episodes, seed, instances, bar)
         else:
             envs = [gym.make(env_id, **kwargs)]
             player = agent if make_agent is None else make_agent(envs[0])
+            assert player is not None
             recorder = _play(player, envs[0], num_episodes, meta_episodes, seed, instances, bar)
         for env in envs:
             env.close()
@@ -223,14 +226,14 @@ class _Recorder:
         if "instance" in info:
             self.instances.append((int(info["instance"]), int(info["seat"])))
 
-    def step(self, j: int, phase: str, reward: float, done: bool, info: dict[str, Any]) -> None:
+    def step(self, j: int, phase: str, reward: SupportsFloat, done: bool, info: dict[str, Any]) -> None:
         """Record meta-episode ``j``'s step (taken in ``phase``) and what it returned."""
         if phase == "act":
             self.act_steps += 1
             self.invalid_steps += info.get("invalid_action") is not None
         finished = info.get("episode_returns")
         if finished is None:  # a single-episode env
-            self._single_return[j] += reward
+            self._single_return[j] += float(reward)
             if done:
                 self.returns[j, 0], self.outcomes[j, 0] = self._single_return[j], info.get("outcome")
                 self.successes[j, 0] = bool(info.get("success", False))

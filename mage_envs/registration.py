@@ -7,21 +7,21 @@ game's options alike; :func:`make_meta_env` splits them.
 Example:
     >>> import gymnasium as gym, mage_envs
     >>> env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, opponent="nash", seat=1)
-    >>> env.unwrapped.num_episodes if hasattr(env.unwrapped, "num_episodes") else 2
-    2
+    >>> env.get_wrapper_attr("num_episodes"), env.unwrapped.seat_option
+    (2, 1)
 """
 
 from __future__ import annotations
 
-import importlib
-import inspect
 from typing import Any
 
 import gymnasium as gym
 
+from .core.entry_points import load_entry_point
 from .core.meta import MetaEpisodeWrapper
+from .core.meta_tracker import MetaOptions
 
-_META_OPTIONS = tuple(inspect.signature(MetaEpisodeWrapper.__init__).parameters)[2:]
+__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "game_of", "load_entry_point", "make_meta_env", "register_envs"]
 
 #: id stem -> (entry point of the single-episode env, default meta options)
 GAMES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -40,17 +40,25 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
 }
 
 
-def load_entry_point(entry_point: str) -> Any:
-    """Import ``"package.module:attr"``."""
-    module, _, attr = entry_point.partition(":")
-    return getattr(importlib.import_module(module), attr)
+def game_of(env_id: str) -> str | None:
+    """The OpenSpiel game behind a registered id (its env's ``game_string``), or ``None``
+    for a single-agent task. Works for the text, meta and ``-tensor-`` ids alike.
+
+    Example:
+        >>> game_of("mage/KuhnPoker-meta-v0"), game_of("mage/TicTacToe-tensor-v0"), game_of("mage/Sokoban-meta-v0")
+        ('kuhn_poker', 'tic_tac_toe', None)
+    """
+    spec = gym.spec(env_id)
+    entry = spec.kwargs.get("base", spec.entry_point)
+    env_class = load_entry_point(entry) if isinstance(entry, str) else entry
+    return getattr(env_class, "game_string", None)
 
 
 def make_meta_env(base: str, **kwargs: Any) -> MetaEpisodeWrapper:
     """Build ``base`` (an entry point) with its options, wrapped with the meta options."""
-    meta = {k: kwargs.pop(k) for k in list(kwargs) if k in _META_OPTIONS}
+    meta = MetaOptions.take(kwargs)
     env = load_entry_point(base)(**kwargs)
-    return MetaEpisodeWrapper(env, **meta)
+    return MetaEpisodeWrapper(env, **meta.as_kwargs())
 
 
 def register_envs() -> None:

@@ -8,6 +8,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mage_envs  # noqa: F401
+from mage_envs import check_text_env
 
 ENV_IDS = sorted(i for i in gym.registry if i.startswith("mage/"))
 #: Ids that act with text; the numeric ``-tensor-`` ids are rolled out in tests/test_numeric.py.
@@ -105,3 +106,13 @@ def test_reused_env_matches_fresh_envs_across_opponents_seats_and_instances(env_
         options = {"opponent": opponents[episode % 3], "instance": episode % 5}
         fresh = gym.make(env_id, opponent=opponents)
         assert play_episode(reused, episode, options) == play_episode(fresh, episode, options)
+
+
+@pytest.mark.parametrize("env_id", TEXT_IDS)
+def test_text_contract_checker(env_id):
+    check_text_env(gym.make(env_id, **fast_kwargs(env_id)), seed=1, episodes=2)
+
+
+def test_text_contract_checker_refuses_a_numeric_env():
+    with pytest.raises(AssertionError, match="must be a gymnasium.spaces.Text"):
+        check_text_env(gym.make("mage/KuhnPoker-tensor-v0"))

@@ -1,7 +1,9 @@
 """`mage_envs` stands alone: importing it (and making its envs) pulls no heavy optional stack."""
 
+import ast
 import subprocess
 import sys
+from pathlib import Path
 
 HEAVY = (
     "torch", "transformers", "peft", "pettingzoo", "bm25s", "Stemmer", "rapidfuzz", "spacy", "textworld", "trl", "fastapi",
@@ -18,3 +20,37 @@ def test_import_and_make_without_optional_stacks():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert result.returncode == 0, f"imported: {result.stderr or result.stdout}"
+
+
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _imports(path: Path) -> set[str]:
+    """The ``mage_envs`` modules that the module at ``path`` imports (absolute names)."""
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    package = parts[:-1]  # relative imports start from the module's package
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = list(package[: len(package) - node.level + 1]) if node.level else []
+            names.add(".".join([*base, node.module] if node.module else base))
+        elif isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+    return {name for name in names if name.startswith("mage_envs")}
+
+
+def test_dependencies_point_one_way():
+    """Game facts import nothing of MAGE; the envs in games/ never import an archetype
+    module or the opponent registry (only the Opponent protocol and Population they run);
+    archetype modules never import the registry, which loads their tables by name."""
+    games = ROOT / "mage_envs" / "games"
+    assert _imports(ROOT / "mage_envs/games/engine.py") >= {"mage_envs.games.facts", "mage_envs.opponents.base"}
+    for path in (games / "facts").glob("*.py"):
+        assert _imports(path) == set(), path
+    allowed = {"mage_envs.opponents.base", "mage_envs.opponents.population"}
+    for path in games.glob("*.py"):
+        bad = {m for m in _imports(path) if m.startswith("mage_envs.opponents") and m not in allowed}
+        assert not bad, f"{path.name} imports {bad}"
+    for game in ("kuhn_poker", "leduc_poker", "tic_tac_toe"):
+        assert "mage_envs.opponents.registry" not in _imports(ROOT / f"mage_envs/opponents/{game}.py")

@@ -6,14 +6,13 @@ import random
 
 import gymnasium as gym
 import pyspiel
-
-from mage_envs.opponents.base import decision_states as walk_decision_states
 import pytest
 from gymnasium.utils.env_checker import check_env
 
 from mage_envs.core.contract import InvalidActionPolicy
 from mage_envs.games.leduc_poker import LeducPokerEnv, committed
 from mage_envs.opponents import PolicyOpponent, list_opponents, make_opponent
+from mage_envs.opponents.base import decision_states as walk_decision_states
 from mage_envs.opponents.leduc_poker import (
     ARCHETYPES,
     CALL,

@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mage_envs import ReflectionMemory, TEXT_CHARSET
+from mage_envs import TEXT_CHARSET, ReflectionMemory
 from mage_envs.core.memory import extract_reflection
 
 

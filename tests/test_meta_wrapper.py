@@ -7,7 +7,7 @@ import gymnasium as gym
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from mage_envs import MetaEpisodeWrapper, text_space
+from mage_envs import MetaEpisodeWrapper, check_text_env, text_space
 from mage_envs.core.contract import ACTION_SPACE
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 
@@ -169,3 +169,49 @@ def test_wraps_a_third_party_env_and_replays_by_seed():
             break
     assert secrets == [secret] * 3  # repeat_instance via re-seeding
     assert info["opponent"] is None and len(info["episode_returns"]) == 3
+
+
+def test_check_text_env_minimal_contract_for_third_party_envs():
+    """GuessEnv follows the minimal contract the wrapper needs, not all a MAGE env promises."""
+    check_text_env(GuessEnv(), strict=False)
+    check_text_env(MetaEpisodeWrapper(GuessEnv(), num_episodes=2), strict=False)
+    with pytest.raises(AssertionError, match="lacks"):
+        check_text_env(GuessEnv())
+
+
+def test_check_text_env_names_the_broken_rule():
+    class DefaultCharset(GuessEnv):
+        observation_space = gym.spaces.Text(200)  # letters and digits only, min_length 1
+
+    class Crashes(GuessEnv):
+        def step(self, action):
+            if "no such action" in action:
+                raise ValueError("illegal")
+            return super().step(action)
+
+    class Unclipped(GuessEnv):
+        def reset(self, *, seed=None, options=None):
+            obs, info = super().reset(seed=seed, options=options)
+            return obs * 50, info
+
+    with pytest.raises(AssertionError, match="min_length=0"):
+        check_text_env(DefaultCharset(), strict=False)
+    with pytest.raises(ValueError, match="illegal"):
+        check_text_env(Crashes(), strict=False, episodes=30)
+    with pytest.raises(AssertionError, match="outside the observation space"):
+        check_text_env(Unclipped(), strict=False)
+
+
+def test_one_options_object_for_every_meta_env():
+    from mage_envs.core.meta_tracker import MetaOptions
+    from mage_envs.numeric import KuhnPokerTensorEnv, TensorMetaWrapper
+
+    env = MetaEpisodeWrapper(KuhnPokerEnv(), num_episodes=2, reflection=False)
+    assert env.options == MetaOptions(num_episodes=2, reflection=False)
+    assert env._saved_kwargs == MetaOptions(num_episodes=2, reflection=False).as_kwargs()
+    made = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, reflection=False, opponent="nash")
+    assert made.get_wrapper_attr("options") == env.options
+    with pytest.raises(TypeError, match="unexpected option"):
+        MetaEpisodeWrapper(KuhnPokerEnv(), num_episode=2)
+    with pytest.raises(TypeError, match="TensorMetaWrapper got unexpected option"):
+        TensorMetaWrapper(KuhnPokerTensorEnv(), reflection=False)

@@ -378,3 +378,18 @@ def test_pickling_rebuilds_from_the_arguments():
     assert clone.num_episodes == 2 and clone.swap_seats and clone.env.max_cycles == 7
     records = play(clone, random_legal(0), seed=0)
     assert records[-1][5]["meta_done"] and len(records[-1][5]["episode_returns"]) == 2
+
+
+def test_aec_composes_the_text_layer_without_building_a_single_agent_env(monkeypatch):
+    from mage_envs.games.text import GameText
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("TextGameAEC built a single-agent env")
+
+    for module in (kuhn_poker_v0, leduc_poker_v0, tic_tac_toe_v0):
+        monkeypatch.setattr(module.raw_env.text_env, "__init__", refuse)
+        env = module.raw_env()
+        env.reset(seed=0)
+        assert isinstance(env.text, GameText) and type(env.text) is module.raw_env.text_env.text_class
+    with pytest.raises(ValueError, match="reward_scale"):
+        kuhn_poker_v0.raw_env(reward_scale=0)

@@ -4,6 +4,7 @@ import random
 
 import pytest
 
+from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.opponents import (
     Opponent,
     PolicyOpponent,
@@ -12,9 +13,9 @@ from mage_envs.opponents import (
     list_opponents,
     make_opponent,
     register_opponent,
+    registry,
+    unregister_opponent,
 )
-from mage_envs.games.kuhn_poker import KuhnPokerEnv
-from mage_envs.opponents import registry
 
 
 def test_weighted_sampling_matches_weights():
@@ -85,3 +86,26 @@ def test_same_seed_same_opponent_draws():
         return [env.reset(seed=seed if i == 0 else None)[1]["opponent"] for i in range(50)]
 
     assert draws(1) == draws(1) and draws(1) != draws(2)
+
+
+def test_unregister_removes_an_archetype_and_rejects_unknown_ones(monkeypatch):
+    registry.list_opponents("kuhn_poker")
+    monkeypatch.setitem(registry._REGISTRY, "kuhn_poker", dict(registry._REGISTRY["kuhn_poker"]))
+    register_opponent("kuhn_poker", "test-gone", lambda game: PolicyOpponent("test-gone", lambda s: {0: 1.0}))
+    unregister_opponent("kuhn_poker", "test-gone")
+    assert "test-gone" not in list_opponents("kuhn_poker")
+    with pytest.raises(KeyError, match="no opponent 'test-gone'"):
+        unregister_opponent("kuhn_poker", "test-gone")
+
+
+def test_registry_doctest_leaves_the_registry_as_it_found_it():
+    """The registry's example registers an archetype: run it, then the registry is unchanged
+    (a leaked archetype whose factory refers to the doctest's globals breaks later tests)."""
+    import doctest
+
+    list_opponents("kuhn_poker")
+    before = {game: list(specs) for game, specs in registry._REGISTRY.items()}
+    result = doctest.testmod(registry, optionflags=doctest.ELLIPSIS)
+    assert result.failed == 0 and result.attempted > 0
+    assert {game: list(specs) for game, specs in registry._REGISTRY.items()} == before
+    assert all(make_opponent("kuhn_poker", name).name == name for name in list_opponents("kuhn_poker"))

@@ -12,14 +12,12 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mage_envs  # noqa: F401  (registers mage/TicTacToe-v0)
+from mage_envs.games.facts.tic_tac_toe import GAME, board_key, free_cells
 from mage_envs.games.tic_tac_toe import TicTacToeEnv, draw_board
 from mage_envs.opponents import list_opponents, make_opponent, sample_action
 from mage_envs.opponents.base import ActionProbs, BotOpponent, PolicyOpponent
 from mage_envs.opponents.tic_tac_toe import (
-    GAME,
     PREFERRED_ORDERS,
-    board_key,
-    free_cells,
     greedy_policy,
     minimax_policy,
     negamax_value,

@@ -21,7 +21,7 @@ from __future__ import annotations
 import string
 import unicodedata
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Callable, Literal
 
 from gymnasium import spaces
 
@@ -41,6 +41,9 @@ INFO_KEYS = ("legal_actions", "opponent", "seat", "invalid_action", "instance")
 TERMINAL_INFO_KEYS = ("outcome", "success")
 
 Outcome = Literal["win", "draw", "loss"]
+#: The agent's seat: ``0`` (moves first), ``1``, or ``"random"`` (an env draws it from the
+#: instance; an oracle averages both seats).
+Seat = Literal[0, 1, "random"]
 
 
 def text_space(max_length: int) -> spaces.Text:
@@ -132,6 +135,16 @@ class InvalidActionPolicy:
             raise ValueError(f"penalty must be <= 0 (it is a penalty), got {self.penalty}")
         if self.fallback not in ("first", "random"):
             raise ValueError(f"fallback must be 'first' or 'random', got {self.fallback!r}")
+
+    def forfeit_value(self, default: Callable[[], float]) -> float:
+        """The return of a forfeit: ``forfeit_return``, else ``default()`` (the env's own
+        forfeit payoff, e.g. a fold in poker).
+
+        Example:
+            >>> InvalidActionPolicy("forfeit").forfeit_value(lambda: -2.0)
+            -2.0
+        """
+        return default() if self.forfeit_return is None else self.forfeit_return
 
     @classmethod
     def from_spec(cls, spec: str | InvalidActionPolicy | dict[str, Any]) -> InvalidActionPolicy:

@@ -30,15 +30,15 @@ from .parsing import ParsedAction, describe_invalid
 class InvalidDecision:
     """What to do with an invalid answer, and the report for ``info["invalid_action"]``.
 
-    ``notice`` (retry only) is the sentence to show in the re-prompt; ``substitute``
-    (fallback only) is the legal action to play instead.
+    ``notice`` (retry only; empty otherwise) is the sentence to show in the re-prompt; ``substitute``
+    (fallback only; empty otherwise) is the legal action to play instead.
     """
 
     applied: Literal["retry", "fallback", "forfeit"]
     report: dict[str, Any]
     retries_left: int
-    notice: str | None = None
-    substitute: str | None = None
+    notice: str = ""
+    substitute: str = ""
 
 
 def judge_invalid(

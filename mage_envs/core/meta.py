@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from .contract import text_space
-from .meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from .meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, replay_reset
 
 
 class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
@@ -38,50 +38,32 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
     :class:`~mage_envs.core.meta_tracker.MetaEpisodeTracker`, ``self.tracker``.
 
     Args:
-        env: any env following the text contract (docs/text_contract.md).
-        num_episodes: inner episodes per meta-episode (>= 1).
-        reward_mode: ``"differential"`` (MAGE), ``"final"`` or ``"cumulative"``.
-        reflection: ask for a reflection after every episode but the last.
-        memory_budget: characters the memory block may take in a prompt.
-        repeat_instance: replay the same deal / start position in every episode
-            (``options["instance"]``); ``False`` deals afresh against the same opponent.
-        include_summaries: put a one-line result of each earlier episode in the memory.
+        env: any env following the text contract (docs/text_contract.md; check it with
+            :func:`~mage_envs.check_text_env`).
+        **options: the fields of :class:`~mage_envs.core.meta_tracker.MetaOptions`
+            (``num_episodes``, ``reward_mode``, ``reflection``, ``memory_budget``,
+            ``repeat_instance``, ``include_summaries``), kept in ``self.options``.
     """
 
-    def __init__(
-        self,
-        env: gym.Env[str, str],
-        num_episodes: int = 3,
-        reward_mode: RewardMode = "differential",
-        reflection: bool = True,
-        memory_budget: int = 1500,
-        repeat_instance: bool = True,
-        include_summaries: bool = True,
-    ) -> None:
-        tracker = MetaEpisodeTracker(num_episodes, reward_mode, memory_budget, include_summaries)
+    def __init__(self, env: gym.Env[str, str], **options: Any) -> None:
+        meta = MetaOptions.of("MetaEpisodeWrapper", options)
+        tracker = meta.tracker()
         if not isinstance(env.observation_space, gym.spaces.Text):
             raise TypeError(
                 f"MetaEpisodeWrapper needs a text env (observation space Text), got {env.observation_space}"
             )
-        gym.utils.RecordConstructorArgs.__init__(
-            self,
-            num_episodes=num_episodes,
-            reward_mode=reward_mode,
-            reflection=reflection,
-            memory_budget=memory_budget,
-            repeat_instance=repeat_instance,
-            include_summaries=include_summaries,
-        )
+        gym.utils.RecordConstructorArgs.__init__(self, **meta.as_kwargs())
         gym.Wrapper.__init__(self, env)
+        self.options = meta
         self.tracker = tracker
-        self.num_episodes = num_episodes
-        self.reward_mode = reward_mode
-        self.reflection = reflection
-        self.repeat_instance = repeat_instance
+        self.num_episodes = meta.num_episodes
+        self.reward_mode = meta.reward_mode
+        self.reflection = meta.reflection
+        self.repeat_instance = meta.repeat_instance
         self.memory = tracker.memory
         self._inner_max = env.observation_space.max_length
-        self.observation_space = text_space(MetaEpisodeTracker.prompt_length(self._inner_max, memory_budget))
-        self._phase = "act"
+        self.observation_space = text_space(MetaEpisodeTracker.prompt_length(self._inner_max, meta.memory_budget))
+        self._phase: Phase = "act"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -102,7 +84,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         if self._phase == "done":
             raise RuntimeError("the meta-episode is over; call reset() to start a new one")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.tracker.add_reward(reward)
+        self.tracker.add_reward(float(reward))
         if not (terminated or truncated):
             return self.tracker.act_prompt(obs), 0.0, False, False, self._info(info)
         return self._end_inner_episode(obs, terminated, truncated, info)

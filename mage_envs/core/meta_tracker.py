@@ -29,12 +29,19 @@ Example:
 
 from __future__ import annotations
 
+from dataclasses import asdict, dataclass, fields
 from typing import Any, Literal, Sequence
 
 from .contract import sanitize_text
 from .memory import ReflectionMemory
 
 RewardMode = Literal["differential", "final", "cumulative"]
+#: Where a meta-episode is: an inner episode, the reflection between two, or the end.
+Phase = Literal["act", "reflect", "done"]
+#: The keys :meth:`MetaEpisodeTracker.info` adds to an inner env's ``info``.
+META_INFO_KEYS = (
+    "phase", "episode_index", "num_episodes", "episode_returns", "episode_successes", "episode_outcomes", "meta_done",
+)
 REWARD_MODES: tuple[str, ...] = ("differential", "final", "cumulative")
 
 REFLECT_PROMPT = (
@@ -81,6 +88,66 @@ def replay_reset(
     if instance is not None:
         return None, {"instance": instance}
     return seed, {}
+
+
+@dataclass(frozen=True)
+class MetaOptions:
+    """The options of a meta-episode, one object for every meta env:
+    :class:`~mage_envs.MetaEpisodeWrapper`, :class:`~mage_envs.numeric.TensorMetaWrapper`
+    (the fields it uses), ``MetaEpisodeAEC`` and the ``gym.make`` arguments of the
+    ``-meta-`` ids.
+
+    Args:
+        num_episodes: inner episodes per meta-episode (>= 1).
+        reward_mode: ``"differential"`` (MAGE), ``"final"`` or ``"cumulative"``.
+        reflection: ask for a reflection after every episode but the last.
+        memory_budget: characters the memory block may take in a prompt.
+        repeat_instance: replay the same deal / start position in every episode
+            (``options["instance"]``); ``False`` deals afresh against the same opponent.
+        include_summaries: put a one-line result of each earlier episode in the memory.
+
+    Example:
+        >>> kwargs = {"num_episodes": 2, "opponent": "nash"}
+        >>> MetaOptions.take(kwargs).num_episodes, kwargs     # the game's options stay
+        (2, {'opponent': 'nash'})
+    """
+
+    num_episodes: int = 3
+    reward_mode: RewardMode = "differential"
+    reflection: bool = True
+    memory_budget: int = 1500
+    repeat_instance: bool = True
+    include_summaries: bool = True
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The option names, in order."""
+        return tuple(field.name for field in fields(cls))
+
+    @classmethod
+    def of(cls, owner: str, options: dict[str, Any], allowed: Sequence[str] | None = None) -> MetaOptions:
+        """The options from keyword arguments, refusing names outside ``allowed`` (default:
+        all) with a ``TypeError`` that names ``owner``."""
+        allowed = cls.names() if allowed is None else allowed
+        unknown = [name for name in options if name not in allowed]
+        if unknown:
+            raise TypeError(f"{owner} got unexpected option(s) {unknown}; its options are {list(allowed)}")
+        return cls(**options)
+
+    @classmethod
+    def take(cls, kwargs: dict[str, Any]) -> MetaOptions:
+        """Pop the option names out of ``kwargs`` (``gym.make`` arguments); the rest are
+        the inner env's."""
+        return cls(**{name: kwargs.pop(name) for name in list(kwargs) if name in cls.names()})
+
+    def as_kwargs(self, names: Sequence[str] | None = None) -> dict[str, Any]:
+        """The options (those in ``names``, default all) as keyword arguments."""
+        values = asdict(self)
+        return values if names is None else {name: values[name] for name in names}
+
+    def tracker(self) -> MetaEpisodeTracker:
+        """A :class:`MetaEpisodeTracker` for one learner with these options."""
+        return MetaEpisodeTracker(self.num_episodes, self.reward_mode, self.memory_budget, self.include_summaries)
 
 
 class MetaEpisodeTracker:
@@ -181,7 +248,7 @@ class MetaEpisodeTracker:
         return self.with_memory(f"{body}\n\n{prompt}")
 
     def info(
-        self, inner: dict[str, Any], phase: Literal["act", "reflect", "done"], **extra: Any
+        self, inner: dict[str, Any], phase: Phase, **extra: Any
     ) -> dict[str, Any]:
         """``inner`` (an inner env's info) with the meta-episode's keys and ``extra`` added."""
         info = dict(inner)

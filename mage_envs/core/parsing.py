@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Iterable, Sequence
 
 from .contract import MAX_ACTION_CHARS, sanitize_text
 
@@ -32,6 +32,48 @@ _OPEN_TAG = re.compile(r"<\s*action\s*>", re.IGNORECASE)
 _BARE_STRIP = " \t\n\"'`.*"
 #: Longest tag content we look at; legal names are short.
 _MAX_TAG_CONTENT = 64
+
+
+def action_tag(name: str) -> str:
+    """The canonical answer naming ``name``: ``<action>name</action>``.
+
+    Example:
+        >>> action_tag("bet")
+        '<action>bet</action>'
+    """
+    return f"<action>{name}</action>"
+
+
+def answer_instruction(*examples: str, think: bool = False, legal: bool = False) -> str:
+    """The sentence under the legal actions of every prompt that tells the answer format,
+    with each of ``examples`` in tags; ``think`` invites reasoning first, ``legal`` says
+    "legal action".
+
+    Example:
+        >>> answer_instruction("check", think=True, legal=True)
+        'Think briefly if you like, then answer with exactly one legal action inside tags, e.g. <action>check</action>.'
+        >>> answer_instruction("search[shoes]", "click[buy now]")
+        'Answer with exactly one action inside tags, e.g. <action>search[shoes]</action> or <action>click[buy now]</action>.'
+    """
+    lead = "Think briefly if you like, then answer" if think else "Answer"
+    kind = "legal action" if legal else "action"
+    return f"{lead} with exactly one {kind} inside tags, e.g. " + " or ".join(map(action_tag, examples)) + "."
+
+
+def canonical_answers(legal: Iterable[str], accept_bare: bool = True) -> dict[str, str]:
+    """The answers read without parsing -> the legal name they give: each name in tags
+    (:func:`action_tag`), and each bare name too with ``accept_bare``; what
+    :func:`parse_action` would read from them.
+
+    Example:
+        >>> canonical_answers(["check", "bet"], accept_bare=False)
+        {'<action>check</action>': 'check', '<action>bet</action>': 'bet'}
+    """
+    names = list(legal)
+    accepted = {action_tag(name): name for name in names}
+    if accept_bare:
+        accepted.update({name: name for name in names})
+    return accepted
 
 
 @dataclass(frozen=True)

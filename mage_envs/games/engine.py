@@ -26,22 +26,21 @@ from __future__ import annotations
 
 import bisect
 import random
-from typing import Any, ClassVar, Literal, Sequence, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
 import gymnasium as gym
 import numpy as np
 import pyspiel
 
-from ..core.contract import InvalidActionPolicy
+from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
-from ..opponents.registry import load_game
+from .facts import load_game
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
-Seat = Literal[0, 1, "random"]
 _MASK64 = (1 << 64) - 1
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 #: An env's table of visited histories is a cache: it is cleared past this many nodes.
@@ -59,6 +58,18 @@ def splitmix64(value: int) -> int:
     z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & _MASK64
     z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & _MASK64
     return z ^ (z >> 31)
+
+
+def checked_reward_scale(reward_scale: float) -> float:
+    """``reward_scale`` as a float, or ``ValueError`` unless it is a positive number.
+
+    Example:
+        >>> checked_reward_scale(5)
+        5.0
+    """
+    if not np.isfinite(reward_scale) or reward_scale <= 0:
+        raise ValueError(f"reward_scale must be a positive number, got {reward_scale!r}")
+    return float(reward_scale)
 
 
 def chance_table(outcomes: Sequence[tuple[int, float]]) -> tuple[tuple[float, ...], tuple[int, ...]]:
@@ -141,6 +152,66 @@ class GameNode:
         self.view: Any = None
 
 
+class View:
+    """What a view shows at one history: the ``observation`` and the ``legal`` names -> ids
+    of the agent to move (empty when it may not act). A view's subclass adds its own."""
+
+    __slots__ = ("observation", "legal")
+
+    def __init__(self, observation: Any, legal: dict[str, int]) -> None:
+        self.observation = observation
+        self.legal = legal
+
+
+NodeT = TypeVar("NodeT")
+
+
+class HistoryCache(Generic[NodeT]):
+    """What an env keeps per history it has played, keyed by an int that encodes it.
+
+    A history's key is a root key (the seat plus one for an env seen from one seat) and
+    its actions as the digits of a bijective base :func:`key_base` number:
+    ``key * base + action + 1`` per action. The table is a cache: it is cleared when it
+    holds :data:`NODE_LIMIT` nodes (``width`` nodes per entry: one per seat kept).
+
+    Example:
+        >>> cache = HistoryCache(pyspiel.load_game("kuhn_poker"))
+        >>> cache.base, cache.child_key(1, 2)
+        (4, 7)
+    """
+
+    def __init__(self, game: pyspiel.Game, width: int = 1) -> None:
+        self.base = key_base(game)
+        self.width = width
+        self._nodes: dict[int, NodeT] = {}
+
+    def child_key(self, key: int, action: int) -> int:
+        """The key of the history ``key`` followed by ``action``."""
+        return key * self.base + action + 1
+
+    def get(self, key: int) -> NodeT | None:
+        return self._nodes.get(key)
+
+    def add(self, key: int, node: NodeT) -> NodeT:
+        """Keep ``node`` at ``key``, clearing the table first when it is full."""
+        if self.width * len(self._nodes) >= NODE_LIMIT:
+            self._nodes.clear()
+        self._nodes[key] = node
+        return node
+
+    def play(self, key: int, action: int, state: pyspiel.State, grow: Callable[[int, int], NodeT]) -> tuple[int, NodeT]:
+        """Apply ``action`` to the live ``state`` at history ``key``: the child's key and
+        node, which ``grow(child_key, action)`` makes (applying the action itself) the first
+        time the child is reached."""
+        child = key * self.base + action + 1
+        node = self._nodes.get(child)
+        if node is None:
+            node = grow(child, action)
+        else:
+            state.apply_action(action)
+        return child, node
+
+
 class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     """A two-player OpenSpiel game against an opponent population; the view is a subclass's.
 
@@ -156,21 +227,22 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             Tic-Tac-Toe).
         render_mode: ``None`` or ``"ansi"``.
 
-    A view sets ``self._observation`` and ``self._legal`` (legal action name -> id) in
-    :meth:`_view` (keeping what it computes in ``self._node.view``), and the observation a
-    retry shows in :meth:`_retry_observation`.
+    A view returns its :class:`View` of the current state from :meth:`_view` (keeping it in
+    ``self._node.view`` to compute it once), that of an episode ended by a forfeit from
+    :meth:`_forfeit_view`, and the observation a retry shows from
+    :meth:`_retry_observation`; the env keeps the view shown in ``self._shown``.
 
-    The env keeps a :class:`GameNode` per (seat, history) it has played, keyed by an int
-    that encodes them (``self._key``; ``self._node`` is the current node), so what depends
-    only on the seat and the history (who moves, the chance odds, the payoff, the view's
-    observation) is computed once.
+    The env keeps a :class:`GameNode` per (seat, history) it has played in a
+    :class:`HistoryCache` (``self._history``; ``self._key`` encodes the current history and
+    ``self._node`` is its node), so what depends only on the seat and the history (who
+    moves, the chance odds, the payoff, the view) is computed once.
     """
 
     #: OpenSpiel game string, e.g. ``"kuhn_poker"``.
     game_string: ClassVar[str]
     #: Default ``opponent`` argument.
     default_opponent: ClassVar[str] = "train"
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -184,33 +256,33 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             raise ValueError(f"seat must be 0, 1 or 'random', got {seat!r}")
         if render_mode not in (None, "ansi"):
             raise ValueError(f"render_mode must be None or 'ansi', got {render_mode!r}")
-        if not np.isfinite(reward_scale) or reward_scale <= 0:
-            raise ValueError(f"reward_scale must be a positive number, got {reward_scale!r}")
+        scale = checked_reward_scale(reward_scale)
         self.game: pyspiel.Game = load_game(self.game_string)
         self.population = as_population(
             self.game_string, self.default_opponent if opponent is None else opponent
         )
         self.seat_option: Seat = seat
         self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
-        self.reward_scale = float(reward_scale)
+        self.reward_scale = scale
         self.render_mode = render_mode
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
-        self._state: pyspiel.State | None = None
-        self._nodes: dict[int, GameNode] = {}
-        self._base = key_base(self.game)
+        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
+        self._state: Any = None
+        self._history: HistoryCache[GameNode] = HistoryCache(self.game)
+        self._shown: View  # the view of the current state (set at reset)
 
     # ------------------------------------------------------------------ view hooks
-    def _view(self, terminal: bool) -> None:
-        """Set ``self._observation`` and ``self._legal`` for the current state."""
+    def _view(self, terminal: bool) -> View:
+        """The view of the current state (``terminal``: the game is over)."""
         raise NotImplementedError
 
     def _retry_observation(self, notice: str | None) -> ObsType:
         """The observation after an invalid action the agent may retry."""
         raise NotImplementedError
 
-    def _clear_view(self) -> None:
-        """Set the view of an episode ended by a forfeit (no legal actions)."""
+    def _forfeit_view(self) -> View:
+        """The view of an episode ended by a forfeit (no legal actions)."""
         raise NotImplementedError
 
     def forfeit_payoff(self, state: pyspiel.State, seat: int) -> float:
@@ -248,7 +320,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self._forfeited = False
         self._outcome: str | None = None
         self._advance()
-        return self._observation, self._info(None)
+        return self._shown.observation, self._info(None)
 
     # ------------------------------------------------------------------ internals
     def _opponent_for(self, opponent_id: str) -> Opponent:
@@ -261,22 +333,12 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _enter_root(self) -> None:
         """Move to the node of the initial state (``self._state``): key ``seat + 1``."""
         key = self._key = self._seat + 1
-        node = self._nodes.get(key)
+        node = self._history.get(key)
         self._node = self._add_node(key, ()) if node is None else node
 
     def _play(self, action: int) -> None:
-        """Apply ``action`` to the live state and move to its node.
-
-        A history's key is its seat and actions as the digits of a bijective base
-        :func:`key_base` number: ``key * base + action + 1`` per action.
-        """
-        key = self._key * self._base + action + 1
-        node = self._nodes.get(key)
-        if node is None:
-            node = self._grow(key, action)
-        else:
-            self._state.apply_action(action)
-        self._key, self._node = key, node
+        """Apply ``action`` to the live state and move to its node (:meth:`HistoryCache.play`)."""
+        self._key, self._node = self._history.play(self._key, action, self._state, self._grow)
 
     def _grow(self, key: int, action: int) -> GameNode:
         """Apply ``action``, not played from this history before, and add its node at ``key``."""
@@ -284,12 +346,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         return self._add_node(key, ())
 
     def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
-        """Add the node of the live state at ``key``, clearing the table first when it
-        holds :data:`NODE_LIMIT` nodes (the current node lives on in ``self._node``)."""
-        if len(self._nodes) >= NODE_LIMIT:
-            self._nodes.clear()
-        node = self._nodes[key] = GameNode(self._state, self._seat, trail)
-        return node
+        """Add the node of the live state at ``key`` (the current node lives on in
+        ``self._node`` when the cache is cleared)."""
+        return self._history.add(key, GameNode(self._state, self._seat, trail))
 
     def _advance(self) -> bool:
         """Play chance and opponent moves until it is the agent's turn; True if the game ended."""
@@ -297,7 +356,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         node = self._node
         while node.player != seat:
             if node.terminal:
-                self._view(True)
+                self._shown = self._view(True)
                 return True
             if node.player == _CHANCE:
                 action = chance.draw(node.cumulative, node.outcomes)
@@ -305,16 +364,17 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
                 action = self._opponent.act(self._state)
             self._play(action)
             node = self._node
-        self._view(False)
+        self._shown = self._view(False)
         return False
 
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
         terminated = self._advance()
         if terminated:
             payoff = self._node.payoff
+            assert payoff is not None  # a terminal node keeps the seat's payoff
             reward += payoff * self.reward_scale
             self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
-        return self._observation, reward, terminated, False, self._info(invalid)
+        return self._shown.observation, reward, terminated, False, self._info(invalid)
 
     def _invalid(self, parsed: ParsedAction, names: dict[str, int]) -> tuple:
         """Apply the invalid-action policy to ``parsed`` (``names``: the legal names -> ids)."""
@@ -326,22 +386,22 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if decision.applied == "fallback":
             self._play(names[decision.substitute])
             return self._after_move(reward, decision.report)
-        forfeit_return = self.invalid_policy.forfeit_return
-        if forfeit_return is None:
-            forfeit_return = self.forfeit_payoff(self._state, self._seat) * self.reward_scale
+        forfeit_return = self.invalid_policy.forfeit_value(
+            lambda: self.forfeit_payoff(self._state, self._seat) * self.reward_scale
+        )
         self._finish("loss", forfeit=True)
-        return self._observation, reward + forfeit_return, True, False, self._info(decision.report)
+        return self._shown.observation, reward + forfeit_return, True, False, self._info(decision.report)
 
     def _finish(self, outcome: str, forfeit: bool = False) -> None:
         self._done = True
         self._outcome = outcome
         self._forfeited = forfeit
         if forfeit:
-            self._clear_view()
+            self._shown = self._forfeit_view()
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "legal_actions": list(self._legal),
+            "legal_actions": list(self._shown.legal),
             "opponent": self._opponent_id,
             "seat": self._seat,
             "invalid_action": invalid,
@@ -379,7 +439,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         state = self.__dict__.copy()
         pyspiel_state = state.pop("_state", None)
         state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
-        for key in ("game", "_opponents", "_opponent", "_nodes", "_node", "_key", "_base"):
+        for key in ("game", "_opponents", "_opponent", "_history", "_node", "_key"):
             state.pop(key, None)
         return state
 
@@ -389,7 +449,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.__dict__.update(state)
         self.game = load_game(self.game_string)
         self._opponents = {}
-        self._nodes, self._base = {}, key_base(self.game)
+        self._history = HistoryCache(self.game)
         self._state = None
         if history is not None:
             self._state = self.game.new_initial_state()

@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import pyspiel
 
-from ..opponents.kuhn_poker import BET, CARD_NAMES, PASS
 from .base import OpenSpielTextEnv
+from .facts.kuhn_poker import BET, CARD_NAMES, PASS
+from .text import GameText
 
 _RULES = """You are playing Kuhn Poker, a two-player card game.
 - The deck has three cards: Jack < Queen < King. Each player antes 1 chip and gets one card; the third card is unseen.
@@ -30,8 +31,8 @@ def _facing_bet(state: pyspiel.State) -> bool:
     return BET in state.history()[2:]
 
 
-class KuhnPokerEnv(OpenSpielTextEnv):
-    """One hand of Kuhn Poker against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+class KuhnPokerText(GameText):
+    """The text layer of Kuhn Poker: rules, action names, views, move lines."""
 
     game_string = "kuhn_poker"
     title = "Kuhn Poker"
@@ -76,3 +77,9 @@ class KuhnPokerEnv(OpenSpielTextEnv):
             return f"Hand over: a player folded. {result}"
         mine, theirs = CARD_NAMES[history[seat]], CARD_NAMES[history[1 - seat]]
         return f"Hand over: showdown, you hold the {mine} and the opponent holds the {theirs}. {result}"
+
+
+class KuhnPokerEnv(OpenSpielTextEnv):
+    """One hand of Kuhn Poker against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+
+    text_class = KuhnPokerText

@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import pyspiel
 
-from ..opponents.leduc_poker import CALL, FOLD, RAISE, RANK_NAMES, card_rank
 from .base import OpenSpielTextEnv
+from .facts.leduc_poker import CALL, FOLD, RAISE, RANK_NAMES, card_rank
+from .text import GameText
 
 ANTE = 1
 #: Bet and raise size in round 1 and round 2.
@@ -71,12 +72,11 @@ def _chips(amount: float) -> str:
     return f"{abs(amount):g} chip{'' if abs(amount) == 1 else 's'}"
 
 
-class LeducPokerEnv(OpenSpielTextEnv):
-    """One hand of Leduc Poker against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+class LeducPokerText(GameText):
+    """The text layer of Leduc Poker: rules, action names, views, move lines."""
 
     game_string = "leduc_poker"
     title = "Leduc Poker"
-    default_opponent = "train"
     max_observation_chars = 2048
 
     def rules(self, seat: int) -> str:
@@ -157,3 +157,10 @@ def _verdict(mine: int, theirs: int, board: int) -> str:
     if mine > theirs:
         return f"Your {RANK_NAMES[mine]} is the higher card."
     return f"The opponent's {RANK_NAMES[theirs]} is the higher card."
+
+
+class LeducPokerEnv(OpenSpielTextEnv):
+    """One hand of Leduc Poker against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+
+    default_opponent = "train"
+    text_class = LeducPokerText

@@ -26,8 +26,9 @@ import functools
 
 import pyspiel
 
-from ..opponents.tic_tac_toe import EMPTY, board_key, winning_line
 from .base import OpenSpielTextEnv
+from .facts.tic_tac_toe import EMPTY, board_key, winning_line
+from .text import GameText
 
 _RULES = """You are playing Tic-Tac-Toe against an opponent on a 3x3 board.
 - The cells are numbered 1 to 9, left to right and top to bottom (1 2 3 is the top row, 7 8 9 the bottom row).
@@ -79,8 +80,8 @@ def cell_list(cells: tuple[int, ...]) -> str:
     return ", ".join(str(cell + 1) for cell in cells)
 
 
-class TicTacToeEnv(OpenSpielTextEnv):
-    """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+class TicTacToeText(GameText):
+    """The text layer of Tic-Tac-Toe: rules, action names, views, move lines."""
 
     game_string = "tic_tac_toe"
     title = "Tic-Tac-Toe"
@@ -107,9 +108,16 @@ class TicTacToeEnv(OpenSpielTextEnv):
         if payoff == 0:
             return "Game over: draw. The board is full with no three in a row."
         line = winning_line(board_key(state))
+        assert line is not None  # a decisive game ends on a line of three
         if payoff > 0:
             return f"Game over: you win with three {mark_of(seat)} in a row (cells {cell_list(line)})."
         return (
             f"Game over: you lose. The opponent has three {mark_of(1 - seat)} in a row "
             f"(cells {cell_list(line)})."
         )
+
+
+class TicTacToeEnv(OpenSpielTextEnv):
+    """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
+
+    text_class = TicTacToeText

@@ -101,7 +101,7 @@ class EnvRollout:
         self.make_env = make_env
         self.envs: list[gym.Env] = []
 
-    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, list]:
+    def __call__(self, prompts: list[str], trainer: Any) -> dict[str, Any]:
         """TRL's hook: ``GRPOTrainer._generate`` calls it with the batch's prompts."""
 
         def generate(contexts: list[list[int]]) -> tuple[list[list[int]], list[list[float]] | None]:
@@ -110,7 +110,7 @@ class EnvRollout:
 
         return self.play(prompts, generate, trainer.processing_class)
 
-    def play(self, prompts: list[str], generate: Generate, tokenizer: Any) -> dict[str, list]:
+    def play(self, prompts: list[str], generate: Generate, tokenizer: Any) -> dict[str, Any]:
         """Play one episode per reset-spec prompt with ``generate``; see the class docstring."""
         specs = [parse_reset_prompt(prompt) for prompt in prompts]
         while len(self.envs) < len(specs):
@@ -143,7 +143,7 @@ class EnvRollout:
                 env_ids = [] if terminated or truncated else self.encode(tokenizer, observation, first=False)
                 completion_ids[i] += env_ids
                 env_mask[i] += [0] * len(env_ids)
-                if logprobs is not None:
+                if logprobs is not None and generated_logprobs is not None:
                     logprobs[i] += list(generated_logprobs[slot]) + [0.0] * len(env_ids)
                 if env_ids:
                     still_active.append(i)

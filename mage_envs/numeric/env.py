@@ -34,10 +34,25 @@ import numpy as np
 import pyspiel
 from gymnasium import spaces
 
-from ..core.contract import InvalidActionPolicy
+from ..core.contract import InvalidActionPolicy, Seat
 from ..core.parsing import ParsedAction
-from ..games.engine import OpenSpielGameEnv, Seat
+from ..games.engine import OpenSpielGameEnv, View
 from ..opponents.population import OpponentSpec
+
+
+class TensorView(View):
+    """What the numeric view shows at one history: the tensor, the legal ids (``str(id) ->
+    id``) and their ``int8`` mask."""
+
+    __slots__ = ("mask",)
+
+    def __init__(self, observation: np.ndarray, legal: dict[str, int], mask: np.ndarray) -> None:
+        super().__init__(observation, legal)
+        self.mask = mask
+
+    def copy(self) -> TensorView:
+        """The same view with its own tensor and mask (the legal ids are never changed)."""
+        return TensorView(self.observation.copy(), self.legal, self.mask.copy())
 
 
 class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
@@ -64,9 +79,12 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             size = self.game.information_state_tensor_size()
         else:
             size = 2 + self.game.observation_tensor_size()
-        self.observation_space = spaces.Box(0.0, 1.0, (size,), np.float32)
-        self.action_space = spaces.Discrete(self.game.num_distinct_actions())
-        self._mask = np.zeros(self.action_space.n, np.int8)
+        self.observation_space: spaces.Box = spaces.Box(0.0, 1.0, (size,), np.float32)
+        self._num_actions: int = self.game.num_distinct_actions()
+        # gymnasium types Env.action_space as Space[ActType]; a Discrete samples np.int64
+        self.action_space = spaces.Discrete(self._num_actions)  # type: ignore[assignment]
+        # no legal action before the first reset
+        self._shown: TensorView = TensorView(np.zeros(size, np.float32), {}, np.zeros(self._num_actions, np.int8))
 
     # ------------------------------------------------------------------ game hooks
     def revealed_card(self, state: pyspiel.State, seat: int) -> int | None:
@@ -83,14 +101,14 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             action_id = operator.index(action)
         except TypeError:
             raise TypeError(f"action must be an integer id in {self.action_space}, got {action!r}") from None
-        if not (0 <= action_id < self.action_space.n and self._mask[action_id]):
-            return self._invalid(ParsedAction(None, "illegal_action", str(action_id)), self._legal)
+        if not (0 <= action_id < self._num_actions and self._shown.mask[action_id]):
+            return self._invalid(ParsedAction(None, "illegal_action", str(action_id)), self._shown.legal)
         self._play(action_id)
         return self._after_move(0.0, None)
 
     def action_masks(self) -> np.ndarray:
         """Which action ids are legal now (``bool``; all ``False`` once the episode is over)."""
-        return self._mask.astype(bool)
+        return self._shown.mask.astype(bool)
 
     def episode_summary(self) -> np.ndarray:
         """What the episode revealed: the agent's tensor now, then the one-hot of
@@ -99,7 +117,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
         card = self.revealed_card(self._state, self._seat) if self._state.is_terminal() else None
         if card is not None:
             revealed[card] = 1.0
-        return np.concatenate([self._observation, revealed])
+        return np.concatenate([self._shown.observation, revealed])
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
@@ -113,32 +131,29 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             return np.asarray(state.information_state_tensor(seat), np.float32)
         return np.asarray([seat == 0, seat == 1, *state.observation_tensor(seat)], np.float32)
 
-    def _view(self, terminal: bool) -> None:
-        """Set the observation, legal ids and mask: copies of the node's, computed once."""
+    def _view(self, terminal: bool) -> TensorView:
+        """The current node's view (computed once), as copies the agent may keep."""
         view = self._node.view
         if view is None:
             view = self._node.view = self._new_view(terminal)
-        tensor, self._legal, mask = view
-        self._observation, self._mask = tensor.copy(), mask.copy()
+        return view.copy()
 
-    def _new_view(self, terminal: bool) -> tuple[np.ndarray, dict[str, int], np.ndarray]:
+    def _new_view(self, terminal: bool) -> TensorView:
         """The current node's tensor, legal ids (as ``str(id) -> id``) and ``int8`` mask."""
         legal = [] if terminal else self._state.legal_actions()
-        mask = np.zeros(self.action_space.n, np.int8)
+        mask = np.zeros(self._num_actions, np.int8)
         mask[legal] = 1
-        return self._tensor(), {str(action): action for action in legal}, mask
+        return TensorView(self._tensor(), {str(action): action for action in legal}, mask)
 
     def _retry_observation(self, notice: str | None) -> np.ndarray:
-        self._observation, self._mask = self._observation.copy(), self._mask.copy()
-        return self._observation
+        self._shown = self._shown.copy()
+        return self._shown.observation
 
-    def _clear_view(self) -> None:
-        self._observation = self._observation.copy()
-        self._legal = {}
-        self._mask = np.zeros(self.action_space.n, np.int8)
+    def _forfeit_view(self) -> TensorView:
+        return TensorView(self._shown.observation.copy(), {}, np.zeros(self._num_actions, np.int8))
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info = super()._info(invalid)
-        info["legal_actions"] = list(self._legal.values())
-        info["action_mask"] = self._mask
+        info["legal_actions"] = list(self._shown.legal.values())
+        info["action_mask"] = self._shown.mask
         return info

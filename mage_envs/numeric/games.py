@@ -1,6 +1,6 @@
 """The numeric view of each game: ``mage/<Game>-tensor-v0``.
 
-Each class names its OpenSpiel game, takes the forfeit payoff of the game's text env (a
+Each class names its OpenSpiel game, takes the forfeit payoff of the game's text layer (a
 fold in poker) and says which card a showdown reveals.
 
 Example:
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import pyspiel
 
-from ..games.kuhn_poker import KuhnPokerEnv
-from ..games.leduc_poker import LeducPokerEnv
-from ..opponents.kuhn_poker import BET, PASS
-from ..opponents.leduc_poker import FOLD
+from ..games.facts.kuhn_poker import BET, PASS
+from ..games.facts.leduc_poker import FOLD
+from ..games.kuhn_poker import KuhnPokerText
+from ..games.leduc_poker import LeducPokerText
 from .env import OpenSpielTensorEnv
 
 
@@ -28,7 +28,7 @@ class KuhnPokerTensorEnv(OpenSpielTensorEnv):
 
     game_string = "kuhn_poker"
     revealed_size = 3
-    forfeit_payoff = KuhnPokerEnv.forfeit_payoff
+    forfeit_payoff = KuhnPokerText.forfeit_payoff
 
     def revealed_card(self, state: pyspiel.State, seat: int) -> int | None:
         history = state.history()
@@ -40,7 +40,7 @@ class LeducPokerTensorEnv(OpenSpielTensorEnv):
 
     game_string = "leduc_poker"
     revealed_size = 6
-    forfeit_payoff = LeducPokerEnv.forfeit_payoff
+    forfeit_payoff = LeducPokerText.forfeit_payoff
 
     def revealed_card(self, state: pyspiel.State, seat: int) -> int | None:
         history = state.history()

@@ -23,16 +23,18 @@ Example:
 
 from __future__ import annotations
 
-import inspect
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..core.meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from ..core.meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, replay_reset
 from ..registration import load_entry_point
 from .env import OpenSpielTensorEnv
+
+#: The :class:`~mage_envs.core.meta_tracker.MetaOptions` fields a tensor meta-episode takes.
+TENSOR_OPTIONS = ("num_episodes", "reward_mode", "repeat_instance")
 
 
 class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils.RecordConstructorArgs):
@@ -40,30 +42,24 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
 
     Args:
         env: a tensor env (possibly wrapped).
-        num_episodes: inner episodes per meta-episode (>= 1).
-        reward_mode: ``"differential"`` (MAGE), ``"final"`` or ``"cumulative"``.
-        repeat_instance: replay the same deal and seat in every episode; ``False`` deals
-            afresh against the same opponent.
+        **options: the fields of :class:`~mage_envs.core.meta_tracker.MetaOptions` a tensor
+            meta-episode uses, :data:`TENSOR_OPTIONS` (``num_episodes``, ``reward_mode``,
+            ``repeat_instance``: the same deal and seat in every episode); it has no
+            reflection or memory.
     """
 
-    def __init__(
-        self,
-        env: gym.Env,
-        num_episodes: int = 3,
-        reward_mode: RewardMode = "differential",
-        repeat_instance: bool = True,
-    ) -> None:
-        tracker = MetaEpisodeTracker(num_episodes, reward_mode)
+    def __init__(self, env: gym.Env, **options: Any) -> None:
+        meta = MetaOptions.of("TensorMetaWrapper", options, TENSOR_OPTIONS)
+        tracker = MetaEpisodeTracker(meta.num_episodes, meta.reward_mode)
         if not isinstance(env.unwrapped, OpenSpielTensorEnv):
             raise TypeError(f"TensorMetaWrapper needs a tensor env, got {type(env.unwrapped).__name__}")
-        gym.utils.RecordConstructorArgs.__init__(
-            self, num_episodes=num_episodes, reward_mode=reward_mode, repeat_instance=repeat_instance
-        )
+        gym.utils.RecordConstructorArgs.__init__(self, **meta.as_kwargs(TENSOR_OPTIONS))
         gym.Wrapper.__init__(self, env)
+        self.options = meta
         self.tracker = tracker
-        self.num_episodes = num_episodes
-        self.reward_mode = reward_mode
-        self.repeat_instance = repeat_instance
+        num_episodes = self.num_episodes = meta.num_episodes
+        self.reward_mode = meta.reward_mode
+        self.repeat_instance = meta.repeat_instance
         base: OpenSpielTensorEnv = env.unwrapped
         tensor = base.observation_space.shape[0]
         self.slot_size = tensor + base.revealed_size + 1
@@ -78,7 +74,7 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
             np.ones(size, np.float32),
             dtype=np.float32,
         )
-        self._phase = "act"
+        self._phase: Phase = "act"
 
     # ------------------------------------------------------------------ gym API
     def reset(
@@ -97,7 +93,7 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
         if self._phase == "done":
             raise RuntimeError("the meta-episode is over; call reset() to start a new one")
         obs, reward, terminated, truncated, info = self.env.step(action)
-        self.tracker.add_reward(reward)
+        self.tracker.add_reward(float(reward))
         if not (terminated or truncated):
             return self._encode(obs), 0.0, False, False, self._info(info)
         reward = self.tracker.end_episode(info)
@@ -111,14 +107,14 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
 
     def action_masks(self) -> np.ndarray:
         """The inner env's legal actions (``bool``), for sb3-contrib's maskable algorithms."""
-        return self.env.unwrapped.action_masks()
+        return cast(OpenSpielTensorEnv, self.env.unwrapped).action_masks()
 
     # ------------------------------------------------------------------ internals
     def _remember(self) -> None:
         """Fill the slot of the episode that just ended."""
         returns = self.tracker.returns
         slot = self._slots[len(returns) - 1]
-        slot[:-1] = self.env.unwrapped.episode_summary()
+        slot[:-1] = cast(OpenSpielTensorEnv, self.env.unwrapped).episode_summary()
         slot[-1] = np.clip(returns[-1] / self._return_unit, -1.0, 1.0)
 
     def _next_inner_episode(self) -> tuple[np.ndarray, dict[str, Any]]:
@@ -139,6 +135,5 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
 def make_tensor_meta_env(base: str, **kwargs: Any) -> TensorMetaWrapper:
     """Build the tensor env ``base`` (an entry point) with its options, wrapped with the
     meta options (``num_episodes``, ``reward_mode``, ``repeat_instance``)."""
-    options = tuple(inspect.signature(TensorMetaWrapper.__init__).parameters)[2:]
-    meta = {k: kwargs.pop(k) for k in options if k in kwargs}
+    meta = {name: kwargs.pop(name) for name in TENSOR_OPTIONS if name in kwargs}
     return TensorMetaWrapper(load_entry_point(base)(**kwargs), **meta)

@@ -8,7 +8,7 @@ Example:
 
 from .base import BotOpponent, Opponent, PolicyOpponent, sample_action
 from .population import OpponentSpec, Population, as_population
-from .registry import archetype, list_opponents, load_game, make_opponent, register_opponent
+from .registry import archetype, list_opponents, load_game, make_opponent, register_opponent, unregister_opponent
 
 __all__ = [
     "BotOpponent",
@@ -23,4 +23,5 @@ __all__ = [
     "make_opponent",
     "register_opponent",
     "sample_action",
+    "unregister_opponent",
 ]

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import random
 from abc import ABC, abstractmethod
-from typing import Callable, Hashable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Callable, Hashable, Iterator, Literal, Mapping
 
 import pyspiel
 
@@ -169,3 +170,23 @@ class BotOpponent(Opponent):
         if self._bot is None:
             raise RuntimeError(f"{self!r}.act() called before reset()")
         return int(self._bot.step(state))
+
+
+Split = Literal["train", "heldout"]
+OpponentFactory = Callable[[pyspiel.Game], Opponent]
+
+
+@dataclass(frozen=True)
+class Archetype:
+    """One row of a game's archetype table: a stable id, the factory that builds the
+    opponent for a ``pyspiel.Game``, its split and a one-line description.
+
+    Each archetype module exports its table (``ARCHETYPE_TABLE``, a tuple of these); the
+    registry loads it by an entry-point string (``"module:ARCHETYPE_TABLE"``), so the
+    modules do not import the registry.
+    """
+
+    name: str
+    factory: OpponentFactory
+    split: Split = "train"
+    description: str = ""

@@ -1,7 +1,7 @@
 """Kuhn Poker archetypes.
 
-OpenSpiel's Kuhn Poker: cards 0=J, 1=Q, 2=K; actions 0=pass (check/fold), 1=bet
-(bet/call); an information state string is the card followed by the betting so far
+OpenSpiel's Kuhn Poker (its facts: :mod:`mage_envs.games.facts.kuhn_poker`): cards 0=J,
+1=Q, 2=K; actions 0=pass (check/fold), 1=bet (bet/call); an information state string is the card followed by the betting so far
 (``"2pb"``: holding the King, I passed and the opponent bet). Every archetype is a
 behaviour strategy over the four decision points of the game:
 
@@ -26,13 +26,9 @@ from typing import Callable
 
 import pyspiel
 
-from .base import ActionProbs, PolicyOpponent, tabulate_policy
-from .registry import load_game, register_opponent
-
-GAME = "kuhn_poker"
-JACK, QUEEN, KING = 0, 1, 2
-CARD_NAMES = ("Jack", "Queen", "King")
-PASS, BET = 0, 1
+from ..games.facts import load_game
+from ..games.facts.kuhn_poker import BET, GAME, PASS
+from .base import ActionProbs, Archetype, PolicyOpponent, Split, tabulate_policy
 
 CardProbs = tuple[float, float, float]  # indexed by card J, Q, K
 
@@ -77,7 +73,7 @@ NASH = KuhnStrategy(
     call=(0.0, 1.0 / 3.0, 1.0),
 )
 
-STRATEGIES: dict[str, tuple[KuhnStrategy, str, str]] = {
+STRATEGIES: dict[str, tuple[KuhnStrategy, Split, str]] = {
     "conservative": (
         KuhnStrategy.simple(bet=(0, 0, 1), call=(0, 0, 1)),
         "train",
@@ -147,26 +143,20 @@ def make_opponent_policy(name: str) -> Callable[[pyspiel.State], ActionProbs]:
     return STRATEGIES[name][0].policy
 
 
-def _register() -> None:
-    for name, (_, split, description) in STRATEGIES.items():
-        register_opponent(
-            GAME,
-            name,
-            functools.partial(_build, name),
-            split=split,  # type: ignore[arg-type]
-            description=description,
-        )
-    register_opponent(
-        GAME,
-        "cfr-argmax",
-        functools.partial(_build, "cfr-argmax"),
-        split="train",
-        description="the deterministic argmax of OpenSpiel's CFR average policy (the paper's evaluation opponent)",
-    )
-
-
 def _build(name: str, game: pyspiel.Game) -> PolicyOpponent:
     return PolicyOpponent(name, make_opponent_policy(name))
 
 
-_register()
+#: The archetypes the registry loads for ``kuhn_poker``, in registration order.
+ARCHETYPE_TABLE: tuple[Archetype, ...] = (
+    *(
+        Archetype(name, functools.partial(_build, name), split, description)
+        for name, (_, split, description) in STRATEGIES.items()
+    ),
+    Archetype(
+        "cfr-argmax",
+        functools.partial(_build, "cfr-argmax"),
+        "train",
+        "the deterministic argmax of OpenSpiel's CFR average policy (the paper's evaluation opponent)",
+    ),
+)

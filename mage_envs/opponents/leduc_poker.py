@@ -1,6 +1,6 @@
 """Leduc Poker archetypes.
 
-OpenSpiel's Leduc Poker: six cards, card ``c`` has rank ``c // 2`` (0=J, 1=Q, 2=K) and
+OpenSpiel's Leduc Poker (its facts: :mod:`mage_envs.games.facts.leduc_poker`): six cards, card ``c`` has rank ``c // 2`` (0=J, 1=Q, 2=K) and
 suit ``c % 2``; actions 0=fold, 1=call (a check when no bet is faced), 2=raise (a bet
 when no bet is faced). Fold is legal only when facing a bet and raise only while the
 round has had fewer than two bets. Each archetype reads what its information state
@@ -32,26 +32,10 @@ from typing import Any
 
 import pyspiel
 
-from .base import ActionProbs, PolicyOpponent
-from .registry import Split, register_opponent
+from ..games.facts.leduc_poker import CALL, FOLD, JACK, KING, NO_CARD, QUEEN, RAISE, card_rank
+from .base import ActionProbs, Archetype, PolicyOpponent, Split
 
-GAME = "leduc_poker"
-FOLD, CALL, RAISE = 0, 1, 2
-JACK, QUEEN, KING = 0, 1, 2
-RANK_NAMES = ("Jack", "Queen", "King")
-#: The engine's ``public_card()`` before the public card is dealt.
-NO_CARD = -10000
 POLICY_FILE = "leduc_cfr_policy.json"
-
-
-def card_rank(card: int) -> int:
-    """The rank (0=J, 1=Q, 2=K) of engine card ``card`` (0..5).
-
-    Example:
-        >>> [card_rank(c) for c in range(6)]
-        [0, 0, 1, 1, 2, 2]
-    """
-    return card // 2
 
 
 @dataclass(frozen=True)
@@ -149,7 +133,7 @@ def load_cfr_file() -> dict[str, Any]:
     Made by ``scripts/solve_leduc.py``; ``policy`` maps information state strings to
     ``{action: probability}`` with string action keys as stored.
     """
-    text = resources.files("mage_envs").joinpath("data", POLICY_FILE).read_text()
+    text = resources.files("mage_envs").joinpath("data").joinpath(POLICY_FILE).read_text()
     return json.loads(text)
 
 
@@ -226,15 +210,8 @@ def _build(name: str, game: pyspiel.Game) -> PolicyOpponent:
     return PolicyOpponent(name, make_opponent_policy(name))
 
 
-def _register() -> None:
-    for name, (_, split, description) in ARCHETYPES.items():
-        register_opponent(
-            GAME,
-            name,
-            functools.partial(_build, name),
-            split=split,
-            description=description,
-        )
-
-
-_register()
+#: The archetypes the registry loads for ``leduc_poker``, in registration order.
+ARCHETYPE_TABLE: tuple[Archetype, ...] = tuple(
+    Archetype(name, functools.partial(_build, name), split, description)
+    for name, (_, split, description) in ARCHETYPES.items()
+)

@@ -91,7 +91,7 @@ class Population:
         return f"Population({self.name!r}, {{{members}}})"
 
 
-OpponentSpec = Union[str, Opponent, Population, Sequence[str], Mapping[str, float]]
+OpponentSpec = Union[str, Opponent, Population, Sequence[Union[str, Opponent]], Mapping[str, float]]
 
 
 def as_population(game: str, spec: OpponentSpec) -> Population:

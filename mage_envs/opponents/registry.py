@@ -1,29 +1,53 @@
 """Named opponent archetypes per game, extendable by users.
 
 Every archetype has a stable id, a split (``"train"`` or ``"heldout"``) and a factory that
-builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``.
+builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``. The built-in
+ones are tables (:class:`~mage_envs.opponents.base.Archetype` rows) that the registry
+loads by entry-point string, :data:`BUILTIN_TABLES`, the first time it is asked; the
+modules that define them do not import the registry.
 
 Example:
-    >>> from mage_envs.opponents import PolicyOpponent, register_opponent, make_opponent
+    >>> from mage_envs.opponents import (PolicyOpponent, list_opponents, make_opponent,
+    ...     register_opponent, unregister_opponent)
     >>> register_opponent("kuhn_poker", "always-pass",
     ...     lambda game: PolicyOpponent("always-pass", lambda state: {0: 1.0}),
     ...     split="heldout", description="never bets, folds to every bet", overwrite=True)
     >>> make_opponent("kuhn_poker", "always-pass").name
     'always-pass'
+    >>> unregister_opponent("kuhn_poker", "always-pass")   # leave the registry as found
+    >>> "always-pass" in list_opponents("kuhn_poker")
+    False
 """
 
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
-from typing import Callable, Literal
 
-import pyspiel
+from ..core.entry_points import load_entry_point
+from ..games.facts import load_game
+from .base import Archetype, Opponent, OpponentFactory, Split
 
-from .base import Opponent
+__all__ = [
+    "BUILTIN_TABLES",
+    "RESERVED_POPULATION_NAMES",
+    "ArchetypeSpec",
+    "OpponentFactory",
+    "Split",
+    "archetype",
+    "list_opponents",
+    "load_game",
+    "make_opponent",
+    "register_opponent",
+    "unregister_opponent",
+]
 
-Split = Literal["train", "heldout"]
-OpponentFactory = Callable[[pyspiel.Game], Opponent]
+#: OpenSpiel game -> the entry point of its built-in archetype table.
+BUILTIN_TABLES: dict[str, str] = {
+    "kuhn_poker": "mage_envs.opponents.kuhn_poker:ARCHETYPE_TABLE",
+    "leduc_poker": "mage_envs.opponents.leduc_poker:ARCHETYPE_TABLE",
+    "tic_tac_toe": "mage_envs.opponents.tic_tac_toe:ARCHETYPE_TABLE",
+}
 
 
 @dataclass(frozen=True)
@@ -49,7 +73,15 @@ def register_opponent(
     description: str = "",
     overwrite: bool = False,
 ) -> None:
-    """Register archetype ``name`` for OpenSpiel game ``game`` (e.g. ``"kuhn_poker"``)."""
+    """Register archetype ``name`` for OpenSpiel game ``game`` (e.g. ``"kuhn_poker"``).
+
+    The built-in archetypes are registered first, so a user's come after them.
+    """
+    _load_builtin()
+    _add(game, name, factory, split, description, overwrite)
+
+
+def _add(game: str, name: str, factory: OpponentFactory, split: Split, description: str, overwrite: bool) -> None:
     if split not in ("train", "heldout"):
         raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
     if name in RESERVED_POPULATION_NAMES:
@@ -58,6 +90,16 @@ def register_opponent(
     if name in games and not overwrite:
         raise ValueError(f"opponent {name!r} is already registered for {game!r} (pass overwrite=True)")
     games[name] = ArchetypeSpec(game, name, factory, split, description)
+
+
+def unregister_opponent(game: str, name: str) -> None:
+    """Remove archetype ``name`` of ``game`` from the registry (``KeyError`` if unknown).
+
+    The inverse of :func:`register_opponent`, for tests and examples that must leave the
+    global registry as they found it (as Gymnasium's registry tests delete their ids).
+    """
+    archetype(game, name)  # loads the built-in archetypes and raises a helpful KeyError
+    del _REGISTRY[game][name]
 
 
 def archetype(game: str, name: str) -> ArchetypeSpec:
@@ -87,11 +129,9 @@ RESERVED_POPULATION_NAMES = ("train", "heldout", "all")
 
 
 @functools.cache
-def load_game(game: str) -> pyspiel.Game:
-    """``pyspiel.load_game`` cached per game string (games are immutable)."""
-    return pyspiel.load_game(game)
-
-
-@functools.cache
 def _load_builtin() -> None:
-    from . import kuhn_poker, leduc_poker, tic_tac_toe  # noqa: F401  (registers archetypes)
+    """Register the rows of every :data:`BUILTIN_TABLES` table (once per process)."""
+    for game, entry_point in BUILTIN_TABLES.items():
+        row: Archetype
+        for row in load_entry_point(entry_point):
+            _add(game, row.name, row.factory, row.split, row.description, overwrite=False)

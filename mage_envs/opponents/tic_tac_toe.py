@@ -1,9 +1,7 @@
 """Tic-Tac-Toe archetypes.
 
-OpenSpiel's Tic-Tac-Toe: player 0 is ``x`` and moves first, player 1 is ``o``; action
-``c`` (0..8) marks cell ``c`` in row-major order. A *board key* is the engine's board as
-nine characters, ``x``, ``o`` or ``.`` (``str(state)`` without its newlines). Every
-policy here depends on the board only, so :class:`~mage_envs.opponents.base.PolicyOpponent`
+The game's facts (cells, marks, the *board key*, lines) are in
+:mod:`mage_envs.games.facts.tic_tac_toe`. Every policy here depends on the board only, so :class:`~mage_envs.opponents.base.PolicyOpponent`
 caches it per board key (5,478 positions rather than ~300k move orders).
 
 Archetypes: ``random``; ``greedy`` (win, else block, else random); ``minimax`` (perfect
@@ -31,17 +29,8 @@ from typing import Callable
 
 import pyspiel
 
-from .base import ActionProbs, BotOpponent, PolicyOpponent
-from .registry import OpponentFactory, Split, register_opponent
-
-GAME = "tic_tac_toe"
-EMPTY = "."
-#: The eight lines of three cells (rows, columns, diagonals), cells in row-major order.
-LINES: tuple[tuple[int, int, int], ...] = (
-    (0, 1, 2), (3, 4, 5), (6, 7, 8),
-    (0, 3, 6), (1, 4, 7), (2, 5, 8),
-    (0, 4, 8), (2, 4, 6),
-)  # fmt: skip
+from ..games.facts.tic_tac_toe import EMPTY, board_key, free_cells, mark_to_move, place, winning_line
+from .base import ActionProbs, Archetype, BotOpponent, OpponentFactory, PolicyOpponent, Split
 
 #: ``preferred-cell-<name>``: (cell order, split, description).
 PREFERRED_ORDERS: dict[str, tuple[tuple[int, ...], Split, str]] = {
@@ -62,62 +51,6 @@ MCTS_SIMULATIONS: dict[str, tuple[int, Split, str]] = {
     "mcts-100": (100, "train", "MCTS, 100 simulations, random rollouts (the paper's training opponent)"),
     "mcts-1000": (1000, "heldout", "MCTS, 1000 simulations, random rollouts (the paper's unseen opponent)"),
 }
-
-
-# ---------------------------------------------------------------------- board helpers
-def board_key(state: pyspiel.State) -> str:
-    """The board of ``state`` as nine characters ``x``/``o``/``.``, row-major.
-
-    Example:
-        >>> state = pyspiel.load_game("tic_tac_toe").new_initial_state()
-        >>> state.apply_action(4); board_key(state)
-        '....x....'
-    """
-    return str(state).replace("\n", "")
-
-
-def free_cells(board: str) -> list[int]:
-    """The empty cells of ``board``, ascending.
-
-    Example:
-        >>> free_cells("xox.o.xxo")
-        [3, 5]
-    """
-    return [cell for cell, mark in enumerate(board) if mark == EMPTY]
-
-
-def mark_to_move(board: str) -> str:
-    """``"x"`` when both have played equally often (x moves first), else ``"o"``.
-
-    Example:
-        >>> mark_to_move("....x...."), mark_to_move(".........")
-        ('o', 'x')
-    """
-    return "x" if board.count("x") == board.count("o") else "o"
-
-
-def place(board: str, cell: int, mark: str) -> str:
-    """``board`` with ``mark`` on ``cell``.
-
-    Example:
-        >>> place(".........", 4, "x")
-        '....x....'
-    """
-    return board[:cell] + mark + board[cell + 1 :]
-
-
-def winning_line(board: str) -> tuple[int, int, int] | None:
-    """The first line of three equal marks on ``board``, or ``None``.
-
-    Example:
-        >>> winning_line("xo.xo.x..")
-        (0, 3, 6)
-    """
-    for line in LINES:
-        a, b, c = (board[i] for i in line)
-        if a != EMPTY and a == b == c:
-            return line
-    return None
 
 
 def completing_cells(board: str, mark: str) -> list[int]:
@@ -214,8 +147,9 @@ def make_mcts_bot(game: pyspiel.Game, simulations: int, seed: int) -> pyspiel.Bo
     """OpenSpiel's C++ MCTS bot with one random rollout per leaf, seeded by ``seed``.
 
     Example:
-        >>> bot = make_mcts_bot(pyspiel.load_game(GAME), 100, seed=0)
-        >>> bot.step(pyspiel.load_game(GAME).new_initial_state()) in range(9)
+        >>> game = pyspiel.load_game("tic_tac_toe")
+        >>> bot = make_mcts_bot(game, 100, seed=0)
+        >>> bot.step(game.new_initial_state()) in range(9)
         True
     """
     return pyspiel.MCTSBot(
@@ -239,21 +173,22 @@ def _mcts_factory(name: str, simulations: int) -> OpponentFactory:
     return lambda game: BotOpponent(name, functools.partial(make_mcts_bot, game, simulations))
 
 
-def _register() -> None:
+def _table() -> tuple[Archetype, ...]:
     policies = {
         "random": (random_policy, "uniformly random over the free cells"),
         "greedy": (greedy_policy, "wins if it can, else blocks an immediate loss, else random"),
         "minimax": (minimax_policy, "perfect play, uniformly random among the optimal moves"),
     }
-    for name, (policy, description) in policies.items():
-        register_opponent(GAME, name, _policy_factory(name, policy), split="train", description=description)
+    table = [Archetype(name, _policy_factory(name, policy), "train", description)
+             for name, (policy, description) in policies.items()]
     for order_name, (order, split, description) in PREFERRED_ORDERS.items():
         name = f"preferred-cell-{order_name}"
         factory = _policy_factory(name, preferred_cell_policy(order))
-        description = f"plays the first free cell: {description}"
-        register_opponent(GAME, name, factory, split=split, description=description)
+        table.append(Archetype(name, factory, split, f"plays the first free cell: {description}"))
     for name, (simulations, split, description) in MCTS_SIMULATIONS.items():
-        register_opponent(GAME, name, _mcts_factory(name, simulations), split=split, description=description)
+        table.append(Archetype(name, _mcts_factory(name, simulations), split, description))
+    return tuple(table)
 
 
-_register()
+#: The archetypes the registry loads for ``tic_tac_toe``, in registration order.
+ARCHETYPE_TABLE: tuple[Archetype, ...] = _table()

@@ -20,7 +20,7 @@ Example:
 """
 
 from .agents import BestResponseAgent, RandomLegalAgent
-from .value import OracleValue, Seat
+from .result import OracleValue, Seat
 from .values import (
     best_nonadaptive_value,
     best_response_policy,

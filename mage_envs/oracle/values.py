@@ -23,13 +23,14 @@ from collections.abc import Callable, Mapping, Sequence
 import pyspiel
 from open_spiel.python.algorithms import minimax
 
+from ..games.facts import load_game
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
-from ..opponents.registry import load_game, make_opponent
+from ..opponents.registry import make_opponent
 from . import tabular
 from .expectimax import Expectimax
+from .result import OracleValue, Seat, seats
 from .sampled import monte_carlo_value, opponent_model
-from .value import OracleValue, Seat, seats
 
 #: An equilibrium table whose NashConv exceeds this is rejected by :func:`equilibrium_value`.
 NASH_CONV_TOLERANCE = 1e-3

@@ -29,9 +29,10 @@ from collections.abc import Iterator
 import pyspiel
 
 from ..games.engine import ChanceStream
+from ..games.facts import load_game
 from ..opponents.base import Opponent
-from ..opponents.registry import load_game, make_opponent
-from .value import Seat, seats
+from ..opponents.registry import make_opponent
+from .result import Seat, seats
 
 Deal = tuple[int, ...]
 

@@ -41,7 +41,7 @@ from gymnasium.utils import EzPickle
 from pettingzoo import AECEnv
 
 from ..core.contract import text_space
-from ..core.meta_tracker import MetaEpisodeTracker, RewardMode, replay_reset
+from ..core.meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, replay_reset
 from .text_game import render_prompt
 
 
@@ -51,53 +51,35 @@ class MetaEpisodeAEC(AECEnv, EzPickle):
     Args:
         env: an AEC env whose observations are dicts with a ``"prompt"`` text field and
             whose infos carry ``instance`` (every ``mage_envs.pettingzoo`` game).
-        num_episodes: games per meta-episode (>= 1).
-        reward_mode: ``"differential"`` (MAGE), ``"final"`` or ``"cumulative"``.
-        reflection: ask both learners for a reflection after every game but the last.
-        memory_budget: characters each learner's memory block may take in a prompt.
-        repeat_instance: replay the same deal in every game; ``False`` deals afresh.
-        include_summaries: put a one-line result of each earlier game in the memory.
         swap_seats: the learners change seats after every game.
+        **options: the fields of :class:`~mage_envs.core.meta_tracker.MetaOptions`, per
+            learner and game (``num_episodes`` games, ``reward_mode``, ``reflection`` from
+            both learners, ``memory_budget`` per learner, ``repeat_instance`` the same
+            deal, ``include_summaries``), kept in ``self.options``.
     """
 
-    def __init__(
-        self,
-        env: AECEnv,
-        num_episodes: int = 3,
-        reward_mode: RewardMode = "differential",
-        reflection: bool = True,
-        memory_budget: int = 1500,
-        repeat_instance: bool = True,
-        include_summaries: bool = True,
-        swap_seats: bool = False,
-    ) -> None:
-        EzPickle.__init__(
-            self,
-            env,
-            num_episodes=num_episodes,
-            reward_mode=reward_mode,
-            reflection=reflection,
-            memory_budget=memory_budget,
-            repeat_instance=repeat_instance,
-            include_summaries=include_summaries,
-            swap_seats=swap_seats,
-        )
+    def __init__(self, env: AECEnv, swap_seats: bool = False, **options: Any) -> None:
+        meta = MetaOptions.of("MetaEpisodeAEC", options)
+        EzPickle.__init__(self, env, **meta.as_kwargs(), swap_seats=swap_seats)
         super().__init__()
+        self.options = meta
         self.possible_agents = list(env.possible_agents)
-        self.trackers = {
-            agent: MetaEpisodeTracker(num_episodes, reward_mode, memory_budget, include_summaries)
-            for agent in self.possible_agents
-        }
+        self.trackers = {agent: meta.tracker() for agent in self.possible_agents}
         inner_spaces = [env.observation_space(agent) for agent in self.possible_agents]
         if not all(isinstance(space, spaces.Dict) and isinstance(space.get("prompt"), spaces.Text) for space in inner_spaces):
             raise TypeError(f"MetaEpisodeAEC needs observations with a 'prompt' text field, got {inner_spaces[0]}")
         self.env = env
-        self.num_episodes = num_episodes
-        self.reflection = reflection
-        self.repeat_instance = repeat_instance
+        # set for each game by _begin_game: learner -> seat agent, seat agent -> learner
+        self._seat: dict[str, str]
+        self._learner: dict[str, str]
+        self._phase: Phase
+        self.agent_selection: str
+        self.num_episodes = meta.num_episodes
+        self.reflection = meta.reflection
+        self.repeat_instance = meta.repeat_instance
         self.swap_seats = swap_seats
         self._inner_max = inner_spaces[0]["prompt"].max_length
-        prompt_length = MetaEpisodeTracker.prompt_length(self._inner_max, memory_budget)
+        prompt_length = MetaEpisodeTracker.prompt_length(self._inner_max, meta.memory_budget)
         self.observation_spaces = {
             agent: spaces.Dict({**copy.deepcopy(space.spaces), "prompt": text_space(prompt_length)})
             for agent, space in zip(self.possible_agents, inner_spaces)

@@ -4,8 +4,8 @@ The agents ``"player_0"`` (seat 0, moves first) and ``"player_1"`` are the game'
 seats: two learners, or one model in self-play. Each observes a dict:
 
 * ``"prompt"``: the prompt the single-agent env shows that seat (rules, its private view,
-  the moves so far, the legal actions and the answer format), built by the game's own
-  text layer (:meth:`~mage_envs.games.base.OpenSpielTextEnv.prompt`);
+  the moves so far, the legal actions and the answer format), built by the game's text
+  layer, the same :class:`~mage_envs.games.text.GameText` the single-agent env composes;
 * ``"legal_moves"``: a 0/1 mask over the engine's action ids (all zeros when the seat may
   not act). It is not called ``"action_mask"``: actions are text, not ids.
 
@@ -58,9 +58,10 @@ from pettingzoo import AECEnv
 
 from ..core.contract import MAX_ACTION_CHARS, InvalidActionPolicy, text_space
 from ..core.invalid import judge_invalid
-from ..core.parsing import ParsedAction, parse_action
-from ..games.base import FORFEIT_LINE, OpenSpielTextEnv, accepted_answer
-from ..games.engine import NODE_LIMIT, ChanceStream, GameNode, key_base
+from ..core.parsing import ParsedAction
+from ..games.base import OpenSpielTextEnv
+from ..games.engine import ChanceStream, GameNode, HistoryCache, checked_reward_scale
+from ..games.text import FORFEIT_LINE
 
 AGENTS = ("player_0", "player_1")
 #: Default invalid-action policy: three retries per seat and game, then a forfeit.
@@ -116,8 +117,9 @@ def render_prompt(env: AECEnv) -> str | None:
 class TextGameAEC(AECEnv, EzPickle):
     """A two-player OpenSpiel text game where both seats are PettingZoo agents.
 
-    A game module subclasses it and names ``text_env``, the game's single-agent env class,
-    whose text layer writes the prompts (its opponents are never used).
+    A game module subclasses it and names ``text_env``, the game's single-agent env class;
+    the AEC env composes that env's text layer (``text_env.text_class``, as ``self.text``),
+    not the env itself.
 
     Args:
         invalid_action: ``"retry"``, ``"forfeit"``, ``"fallback"``, a dict or an
@@ -130,9 +132,10 @@ class TextGameAEC(AECEnv, EzPickle):
 
     As the single-agent envs do (:class:`~mage_envs.games.engine.OpenSpielGameEnv`), the
     env keeps a :class:`~mage_envs.games.engine.GameNode` per seat and history it has
-    played, keyed by an int that encodes the history (``self._key``; ``self._pair`` holds the
-    current nodes), so the chance odds, payoffs, history lines and each seat's
-    :class:`SeatView` (prompts, legal names, mask) are computed once per history.
+    played, in a :class:`~mage_envs.games.engine.HistoryCache` (``self._key`` encodes the
+    history; ``self._pair`` holds the current nodes), so the chance odds, payoffs, history
+    lines and each seat's :class:`SeatView` (prompts, legal names, mask) are computed once
+    per history.
     """
 
     text_env: ClassVar[type[OpenSpielTextEnv]]
@@ -164,8 +167,9 @@ class TextGameAEC(AECEnv, EzPickle):
             raise ValueError(f"render_mode must be None, 'ansi' or 'human', got {render_mode!r}")
         if not isinstance(max_cycles, int) or max_cycles < 1:
             raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
-        # the single-agent env validates the options and supplies the text layer
-        self.text = self.text_env(invalid_action=invalid_action, reward_scale=reward_scale, accept_bare=accept_bare)
+        self.reward_scale = checked_reward_scale(reward_scale)
+        self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
+        self.text = self.text_env.text_class(accept_bare=accept_bare)
         self.game = self.text.game
         self.max_cycles = max_cycles
         self.render_mode = render_mode
@@ -183,9 +187,9 @@ class TextGameAEC(AECEnv, EzPickle):
         # one action space per agent (the contract's ACTION_SPACE), each seeded on its own
         self.action_spaces = {agent: text_space(MAX_ACTION_CHARS) for agent in AGENTS}
         self._rng: random.Random | None = None
-        self._state: pyspiel.State | None = None
-        self._nodes: dict[int, NodePair] = {}
-        self._base = key_base(self.game)
+        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
+        self._state: Any = None
+        self._history: HistoryCache[NodePair] = HistoryCache(self.game, width=len(AGENTS))
         self._no_moves = np.zeros(num_actions, dtype=np.int8)
 
     def observation_space(self, agent: str) -> spaces.Dict:
@@ -211,7 +215,7 @@ class TextGameAEC(AECEnv, EzPickle):
         self._cumulative_rewards = dict.fromkeys(self.agents, 0.0)
         self.terminations = dict.fromkeys(self.agents, False)
         self.truncations = dict.fromkeys(self.agents, False)
-        self._retries = [self.text.invalid_policy.max_retries] * len(AGENTS)
+        self._retries = [self.invalid_policy.max_retries] * len(AGENTS)
         self._notices: list[str | None] = [None] * len(AGENTS)
         self._reports: dict[str, dict[str, Any] | None] = dict.fromkeys(self.agents)
         self._forfeiter: int | None = None
@@ -262,38 +266,26 @@ class TextGameAEC(AECEnv, EzPickle):
     # ------------------------------------------------------------------ nodes
     def _enter_root(self) -> None:
         """Move to the nodes of the initial state (``self._state``): key ``1``."""
-        pair = self._nodes.get(1)
+        pair = self._history.get(1)
         self._key, self._pair = 1, self._add_pair(1, ((), ())) if pair is None else pair
 
     def _play(self, action: int) -> None:
-        """Apply ``action`` to the live state and move to its nodes (the history key grows
-        by one digit, as in :meth:`~mage_envs.games.engine.OpenSpielGameEnv._play`)."""
-        key = self._key * self._base + action + 1
-        pair = self._nodes.get(key)
-        if pair is None:
-            pair = self._grow(key, action)
-        else:
-            self._state.apply_action(action)
-        self._key, self._pair = key, pair
+        """Apply ``action`` to the live state and move to its nodes
+        (:meth:`~mage_envs.games.engine.HistoryCache.play`)."""
+        self._key, self._pair = self._history.play(self._key, action, self._state, self._grow)
 
     def _grow(self, key: int, action: int) -> NodePair:
         """Apply ``action``, not played from this history before, and add its nodes, each
         seat's trail extended by the history line it reads for ``action``."""
         before = self._state.clone()
         self._state.apply_action(action)
-        trails = []
-        for seat, parent in enumerate(self._pair):
-            line = self.text.describe_move(before, parent.player, action, seat)
-            trails.append(parent.trail if line is None else (*parent.trail, line))
-        return self._add_pair(key, (trails[0], trails[1]))
+        first, second = (self.text.trail(before, parent.player, action, seat, parent.trail)
+                         for seat, parent in enumerate(self._pair))
+        return self._add_pair(key, (first, second))
 
     def _add_pair(self, key: int, trails: tuple[tuple[str, ...], tuple[str, ...]]) -> NodePair:
-        """Add the nodes of the live state at ``key``, clearing the table first when it
-        holds :data:`~mage_envs.games.engine.NODE_LIMIT` nodes."""
-        if 2 * len(self._nodes) >= NODE_LIMIT:
-            self._nodes.clear()
-        pair = self._nodes[key] = (GameNode(self._state, 0, trails[0]), GameNode(self._state, 1, trails[1]))
-        return pair
+        """Add the nodes of the live state at ``key``."""
+        return self._history.add(key, (GameNode(self._state, 0, trails[0]), GameNode(self._state, 1, trails[1])))
 
     def _view(self, seat: int) -> SeatView:
         """``seat``'s :class:`SeatView` of the current history."""
@@ -307,9 +299,7 @@ class TextGameAEC(AECEnv, EzPickle):
         """``seat``'s :class:`SeatView` of the live state, whose node is ``node``."""
         text, state = self.text, self._state
         legal = text.action_names(state) if node.player == seat else {}
-        accepted = {f"<action>{name}</action>": name for name in legal}
-        if text.accept_bare:
-            accepted.update({name: name for name in legal})
+        accepted = text.answers(legal)
         mask = np.zeros(len(self._no_moves), dtype=np.int8)
         mask[list(legal.values())] = 1
         ending = text.describe_end(state, seat) if node.terminal else None
@@ -362,23 +352,23 @@ class TextGameAEC(AECEnv, EzPickle):
         self._moved = True
         view = self._view(seat)
         names = view.legal
-        chosen = accepted_answer(view.accepted, action)
+        answer = self.text.read(action, names, view.accepted)
+        chosen = self._invalid(seat, answer, names) if isinstance(answer, ParsedAction) else answer
         if chosen is None:
-            parsed = parse_action(action, list(names), accept_bare=self.text.accept_bare)
-            chosen = parsed.action if parsed.action is not None else self._invalid(seat, parsed, names)
-            if chosen is None:
-                return
+            return
         self._notices[seat] = None
         self._play(names[chosen])
         self._play_chance()
         if self._pair[0].terminal:
             for agent, node in zip(AGENTS, self._pair):
-                self.rewards[agent] += node.payoff * self.text.reward_scale
+                assert node.payoff is not None  # a terminal node keeps each seat's payoff
+                self.rewards[agent] += node.payoff * self.reward_scale
 
     def _invalid(self, seat: int, parsed: ParsedAction, names: dict[str, int]) -> str | None:
         """Apply the invalid-action policy to ``seat``'s ``parsed`` answer (``names``: its
         legal names -> ids): the name to play instead, or ``None`` (a retry, a forfeit)."""
-        policy = self.text.invalid_policy
+        policy = self.invalid_policy
+        assert self._rng is not None  # seeded by reset()
         decision = judge_invalid(policy, parsed, list(names), self._retries[seat], self._rng)
         self._retries[seat] = decision.retries_left
         self._reports[AGENTS[seat]] = decision.report
@@ -392,9 +382,8 @@ class TextGameAEC(AECEnv, EzPickle):
         return decision.substitute
 
     def _forfeit(self, seat: int) -> None:
-        forfeit_return = self.text.invalid_policy.forfeit_return
-        if forfeit_return is None:
-            forfeit_return = self.text.forfeit_payoff(self._state, seat) * self.text.reward_scale
+        state, text = self._state, self.text
+        forfeit_return = self.invalid_policy.forfeit_value(lambda: text.forfeit_payoff(state, seat) * self.reward_scale)
         self._forfeiter = seat
         self.rewards[AGENTS[seat]] += forfeit_return
         self.rewards[AGENTS[1 - seat]] -= forfeit_return

@@ -23,7 +23,7 @@ from typing import Any
 import gymnasium as gym
 import numpy as np
 
-from ..core.meta import MetaEpisodeWrapper
+from ..core.meta_tracker import MetaOptions
 from ..registration import load_entry_point
 from .protocol import ServerError
 
@@ -53,7 +53,7 @@ def accepted_kwargs(env_id: str) -> frozenset[str]:
     """The ``gym.make`` keyword arguments a client may pass for ``env_id``."""
     spec = gym.spec(env_id)
     if "base" in spec.kwargs:  # a meta id: the game's options and the wrapper's
-        names = _parameters(_load(spec.kwargs["base"])) | _parameters(MetaEpisodeWrapper)
+        names = _parameters(_load(spec.kwargs["base"])) | set(MetaOptions.names())
     else:
         names = _parameters(_load(spec.entry_point))
     return frozenset(n for n in names if n not in _REFUSED and not n.endswith(_REFUSED_SUFFIXES))

@@ -20,7 +20,7 @@ import json
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any, ClassVar
+from typing import Any
 
 import gymnasium as gym
 from websockets.exceptions import ConnectionClosed
@@ -62,7 +62,7 @@ class RemoteEnv(gym.Env[str, str]):
         **env_kwargs: ``gym.make`` keyword arguments (JSON values), e.g. ``opponent="nash"``.
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": []}
+    metadata: dict[str, Any] = {"render_modes": []}
 
     def __init__(self, url: str, env_id: str, *, token: str | None = None, timeout: float = 60.0, **env_kwargs: Any):
         self.env_id = env_id

@@ -13,7 +13,7 @@ Example:
 from __future__ import annotations
 
 import hmac
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.datastructures import Headers
@@ -21,8 +21,8 @@ from starlette.websockets import WebSocket
 
 from .protocol import ServerError
 
-Scope = dict[str, Any]
-Message = dict[str, Any]
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]

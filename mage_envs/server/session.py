@@ -105,7 +105,7 @@ class Session:
             self.step_count += 1
             self.done = bool(terminated or truncated)
             self.last_active = time.monotonic()
-            return observation_payload(obs, reward, terminated, truncated, info, self.env_id)
+            return observation_payload(obs, float(reward), terminated, truncated, info, self.env_id)
 
     def state(self) -> dict[str, Any]:
         """The session's :class:`~mage_envs.server.protocol.SessionState` as a dict."""

@@ -77,7 +77,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
 
     #: The task's name in error messages, e.g. ``"Sokoban"``.
     task_name: ClassVar[str]
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi"], "render_fps": 4}
+    metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
         self,
@@ -217,7 +217,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             return self._compose(self._retry_notice(decision)), policy.penalty, False, False, self._info(decision.report)
         if decision.applied == "fallback":
             return self._play(self._fallback_action(decision.substitute), policy.penalty, decision.report)
-        forfeit_return = self._forfeit_return() if policy.forfeit_return is None else policy.forfeit_return
+        forfeit_return = policy.forfeit_value(self._forfeit_return)
         self._outcome, self._forfeited = "loss", True
         return self._compose(None), policy.penalty + forfeit_return, True, False, self._info(decision.report)
 

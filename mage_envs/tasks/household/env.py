@@ -46,6 +46,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from gymnasium import spaces
+
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ..base import TextTaskEnv, check_settings
 from .alfworld import AlfworldGame, alfworld_games, goal_from_intro, names_wrapper
@@ -116,7 +118,7 @@ class HouseholdEnv(TextTaskEnv):
         if alfworld_split is not None:
             self._alfworld = alfworld_games(alfworld_split, alfworld_data)
         self.num_games = len(self._alfworld) or int(num_games)
-        self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
+        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length))
         self._rules = rules(self.max_steps, alfworld=bool(self._alfworld))
         self._session: GameSession | None = None
         self._turn: Turn | None = None
@@ -130,10 +132,10 @@ class HouseholdEnv(TextTaskEnv):
         self.__dict__.update(state)
         if self._turn is not None:
             self._path = self._locate(self._instance)  # built again if this machine lacks it
-            self._open(self._path)
-            self._session.reset()
+            session = self._open(self._path)
+            session.reset()
             for command, _feedback in self._history:
-                self._session.step(command)
+                session.step(command)
 
     # ------------------------------------------------------------------ gym API
     def close(self) -> None:
@@ -163,7 +165,7 @@ class HouseholdEnv(TextTaskEnv):
             raise RuntimeError("call reset() first")
         if self._outcome is not None:
             return []
-        return self._session.policy()
+        return self._playing()[0].policy()
 
     # ------------------------------------------------------------------ hooks
     @property
@@ -176,20 +178,19 @@ class HouseholdEnv(TextTaskEnv):
             self._task_type = self._alfworld[instance % len(self._alfworld)].task_type
         else:
             self._task_type = make_task(instance).task_type
-        self._open(self._path)
-        self._turn = self._session.reset()
+        self._turn = self._open(self._path).reset()
         self._goal = goal_from_intro(self._turn.feedback)
 
     def _draw_instance(self) -> int:
         return self._rng.randrange(self.num_games)
 
     def _legal_actions(self) -> list[str]:
-        return list(self._turn.admissible)
+        return list(self._playing()[1].admissible)
 
     def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
-        self._turn = self._session.step(action)
-        self._history.append((action, self._turn.feedback))
-        return (reward + SUCCESS_REWARD, "win") if self._turn.won else (reward, None)
+        turn = self._turn = self._playing()[0].step(action)
+        self._history.append((action, turn.feedback))
+        return (reward + SUCCESS_REWARD, "win") if turn.won else (reward, None)
 
     def _info_extras(self) -> dict[str, Any]:
         return {"task_type": self._task_type, "goal": self._goal}
@@ -201,26 +202,34 @@ class HouseholdEnv(TextTaskEnv):
             return self._alfworld[instance % len(self._alfworld)].path
         return game_file(instance, self.cache_dir)
 
-    def _open(self, path: Path) -> None:
+    def _open(self, path: Path) -> GameSession:
+        """The session playing ``path``: the open one, or a new one."""
         if self._session is not None and self._session.path == Path(path):
-            return
+            return self._session
         self.close()
-        self._session = GameSession(path, [names_wrapper()] if self._alfworld else [])
+        session = self._session = GameSession(path, [names_wrapper()] if self._alfworld else [])
+        return session
+
+    def _playing(self) -> tuple[GameSession, Turn]:
+        """The open session and its last turn (both set once an episode has started)."""
+        assert self._session is not None and self._turn is not None, "call reset() first"
+        return self._session, self._turn
 
     def _compose(self, notice: str | None) -> str:
+        turn = self._playing()[1]
         last = self._history[-1][0] if self._history else None
         parts = [
             self._rules,
             "",
             task_block(self._goal, self._steps, self.max_steps),
             "",
-            feedback_block(self._turn.feedback, last),
+            feedback_block(turn.feedback, last),
             "",
             history_block(self._history, self.history_length),
             "",
         ]
         if self._outcome is None:
-            parts.append(legal_block(self._turn.admissible, notice))
+            parts.append(legal_block(turn.admissible, notice))
         else:
             parts.append(_END_LINES["forfeit" if self._forfeited else self._outcome])
         return clip_text("\n".join(parts), self.observation_space.max_length)

@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...core.contract import clip_text, sanitize_text
+from ...core.parsing import answer_instruction
 
 RULES = """You are in a household, a text game built with TextWorld in the style of ALFWorld. Complete the task by typing commands.
 - look describes the room; inventory lists what you carry; examine X describes X.
@@ -30,7 +31,7 @@ ALFWORLD_RULES = """You are in a household, one of ALFWorld's text games (played
 - Only the commands listed as legal are accepted.
 - The reward is 1 when the task is done, which ends the episode, and 0 otherwise. You have at most {max_steps} actions."""
 
-ANSWER_FORMAT = "Answer with exactly one action inside tags, e.g. <action>take apple 1 from countertop 1</action>."
+ANSWER_FORMAT = answer_instruction("take apple 1 from countertop 1")
 GOAL_CHARS = 300
 FEEDBACK_CHARS = 2400
 HISTORY_ITEM_CHARS = 120

@@ -40,9 +40,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
+from gymnasium import spaces
+
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.invalid import InvalidDecision
-from ...core.parsing import ParsedAction
+from ...core.parsing import ParsedAction, canonical_answers
 from ..base import TextTaskEnv, check_settings
 from .generator import generate_level
 from .level import DIRECTIONS, Level, parse_xsb
@@ -54,7 +56,7 @@ BOX_ON_GOAL_REWARD = 1.0
 BOX_OFF_GOAL_REWARD = -1.0
 SOLVED_REWARD = 10.0
 
-_ACCEPTED = {f"<action>{name}</action>": name for name in DIRECTIONS}
+_ACCEPTED = canonical_answers(DIRECTIONS, accept_bare=False)
 _END_LINES = {
     "win": "Solved: every box is on a goal. The episode is over.",
     "loss": "Out of steps: the puzzle was not solved. The episode is over.",
@@ -108,7 +110,7 @@ class SokobanEnv(TextTaskEnv):
         if self.levels is not None:
             width = max(level.board.width for level in self.levels)
             height = max(level.board.height for level in self.levels)
-        self.observation_space = text_space(observation_budget(width, height, self.max_steps, self.history_length))
+        self.observation_space: spaces.Text = text_space(observation_budget(width, height, self.max_steps, self.history_length))
         self._rules = rules(self.max_steps)
         self._level: Level | None = None
 
@@ -148,7 +150,7 @@ class SokobanEnv(TextTaskEnv):
         return ParsedAction(direction) if direction is not None else super()._read(answer)
 
     def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
-        self._level, move = self._level.move(action)
+        self._level, move = self._board().move(action)
         self._history.append(move.describe())
         reward += STEP_REWARD
         if move.goal_change > 0:
@@ -158,6 +160,11 @@ class SokobanEnv(TextTaskEnv):
         if not self._level.solved:
             return reward, None
         return reward + SOLVED_REWARD, "win"
+
+    def _board(self) -> Level:
+        """The current level (set once an episode has started)."""
+        assert self._level is not None, "call reset() first"
+        return self._level
 
     def _retry_notice(self, decision: InvalidDecision) -> str:
         """The whole notice, legal actions included."""
@@ -171,7 +178,7 @@ class SokobanEnv(TextTaskEnv):
         parts = [
             self._rules,
             "",
-            board_block(self._level, self._steps, self.max_steps),
+            board_block(self._board(), self._steps, self.max_steps),
             "",
             history_block(self._history, self.history_length),
             "",

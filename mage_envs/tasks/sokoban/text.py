@@ -13,6 +13,7 @@ Example:
 
 from __future__ import annotations
 
+from ...core.parsing import answer_instruction
 from .level import DIRECTIONS, Level
 
 RULES = """You are playing Sokoban, a puzzle on a grid seen from above. You are the warehouse keeper.
@@ -25,10 +26,7 @@ RULES = """You are playing Sokoban, a puzzle on a grid seen from above. You are 
 Legend: # wall, @ you, + you on a goal, $ box, * box on a goal, . goal, (space) floor."""
 
 #: The answer format, shown under the legal actions.
-ANSWER_FORMAT = (
-    "Think briefly if you like, then answer with exactly one action inside tags, "
-    "e.g. <action>up</action>."
-)
+ANSWER_FORMAT = answer_instruction("up", think=True)
 #: The longest history line, less the digits of the step number.
 _LONGEST_HISTORY_LINE = "- step : right: pushed a box off a goal"
 #: Room for the status lines, a retry notice (clipped answers are at most 64 characters)

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ...core.contract import clip_text
+from ...core.parsing import answer_instruction
 from .actions import MAX_QUERY_CHARS
 from .catalog import Product
 from .pages import (
@@ -41,10 +42,7 @@ RULES = """You are shopping in WebShop, an online store. Find the product that t
 - Buying ends the episode. The reward (0 to 1) is the share of the instruction's attributes, options and price limit that the product you buy meets, times how well its product type matches; only a reward of 1 is a success.
 - You have at most {max_steps} actions; if you buy nothing, the reward is 0."""
 
-ANSWER_FORMAT = (
-    "Answer with exactly one action inside tags, e.g. <action>search[red running shoes]</action> "
-    "or <action>click[buy now]</action>."
-)
+ANSWER_FORMAT = answer_instruction("search[red running shoes]", "click[buy now]")
 INSTRUCTION_CHARS = 400
 RESULT_TITLE_CHARS = 100
 TITLE_CHARS = 200

@@ -1,4 +1,5 @@
-"""The result type of every oracle and the seat convention shared by all of them.
+"""The result type of every oracle (:class:`OracleValue`) and the seats a ``seat`` argument
+stands for (:data:`~mage_envs.core.contract.Seat`; ``"random"``: the average of both).
 
 Example:
     >>> exact = OracleValue(1 / 3, method="tabular best response")
@@ -13,11 +14,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
 
-#: The agent's seat: ``0`` (moves first), ``1``, or ``"random"`` (the average of both seats,
-#: as in an env created with ``seat="random"``).
-Seat = Literal[0, 1, "random"]
+from ..core.contract import Seat
+
+__all__ = ["OracleValue", "Seat", "seats"]
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,5 @@
-"""From a :class:`~mage_agent.config.TrainConfig` to the objects a run needs.
+"""Build what a run needs from a :class:`~mage_agent.config.TrainConfig`: the policy, the env
+arguments, the population, the device, the sampling settings.
 
 Example:
     >>> from mage_agent.config import TrainConfig
@@ -15,11 +16,9 @@ from typing import Any
 
 import torch
 
-import gymnasium as gym
-
 from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents
-from mage_envs.registration import load_entry_point
+from mage_envs.registration import game_of
 
 from .config import DTYPES, TrainConfig
 from .policy import LoraSettings, Policy, Sampling, default_dtype
@@ -104,19 +103,6 @@ def sampling_of(config: TrainConfig) -> Sampling:
     rollout = config.rollout
     return Sampling(temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
                     max_new_tokens=rollout.max_new_tokens, batch_size=rollout.generation_batch_size)
-
-
-def game_of(env_id: str) -> str | None:
-    """The OpenSpiel game behind a registered id, or ``None`` for a single-agent task.
-
-    Example:
-        >>> game_of("mage/KuhnPoker-meta-v0"), game_of("mage/Sokoban-meta-v0")
-        ('kuhn_poker', None)
-    """
-    spec = gym.spec(env_id)
-    entry = spec.kwargs.get("base", spec.entry_point)
-    env_class = load_entry_point(entry) if isinstance(entry, str) else entry
-    return getattr(env_class, "game_string", None)
 
 
 def population_of(config: TrainConfig) -> dict[str, float]:

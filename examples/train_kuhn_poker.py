@@ -50,9 +50,9 @@ def main() -> None:
     # 3. Each iteration: collect -> credit (returns + advantages) -> PPO update -> log.
     for iteration in range(config.run.iterations):
         batch = trainer.collect(iteration)
-        turns, advantages = trainer.credit(batch)
+        turns, advantages, diagnostics = trainer.credit(batch)   # diagnostics: per-archetype credit health
         stats = trainer.update(turns, advantages, iteration)
-        metrics = trainer.summarise(iteration, batch, stats, rollout_seconds=1.0, seconds=1.0)
+        metrics = trainer.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds=1.0, seconds=1.0)
         if (iteration + 1) % 10 == 0:
             print(f"iter {iteration + 1:4d}  return by episode "
                   + " ".join(f"{metrics[f'return_ep{i + 1}']:+.3f}" for i in range(config.env.num_episodes))

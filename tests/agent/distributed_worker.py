@@ -60,10 +60,11 @@ def main(folder: Path) -> None:
     everything = merged(world.gather(batch), groups_per_rank=2, group_size=4)
     report["local_meta_episodes"] = len(batch.episode_returns)
     report["opponents"] = everything.opponents
-    turns, advantages = sharded.credit(batch)
-    all_turns, all_advantages = single.credit(everything)
+    turns, advantages, diagnostics = sharded.credit(batch)
+    all_turns, all_advantages, all_diagnostics = single.credit(everything)
     offset = sum(len(b.turns) for b in world.gather(batch)[: world.rank])
     report["advantages_equal"] = bool(np.array_equal(advantages, all_advantages[offset:offset + len(turns)]))
+    report["diagnostics_equal"] = diagnostics == all_diagnostics and bool(diagnostics)
     report["advantages_nonzero"] = bool(np.abs(advantages).max() > 0)
 
     sharded_grads, single_grads = record_gradients(sharded), record_gradients(single)

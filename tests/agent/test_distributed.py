@@ -32,6 +32,7 @@ def test_ranks_share_the_groups_and_pool_advantage_statistics(reports):
         assert report["same_start"]
         assert report["local_meta_episodes"] == 8  # 2 of the 4 groups x 4 copies each
         assert report["advantages_nonzero"] and report["advantages_equal"]  # bit-equal to one process
+        assert report["diagnostics_equal"]  # per-archetype diagnostics of the whole batch on every rank
 
 
 def test_summed_gradients_equal_the_whole_batch_gradient(reports):

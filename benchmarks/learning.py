@@ -8,7 +8,9 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   and standard deviation (statistics pooled over archetypes);
 * ``single-<style>``  — train against one training style only;
 * ``no-memory``       — the control: earlier episodes are not shown (nothing to adapt from);
-* ``std-normalize``   — the previous default: advantages divided by a per-archetype std;
+* ``std-normalize``   — advantages divided by a per-archetype std (the adopted mean-only off);
+* ``symmetric-clip``  — PPO's symmetric clip (the adopted clip-higher off);
+* ``previous-default``— both off, at the previous 200 iterations (the release before);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals.
 
@@ -41,6 +43,8 @@ VARIANTS: dict[str, dict] = {
     **{f"single-{style}": {"single_opponent": style} for style in TRAINING},
     "no-memory": {"memory": False},
     "std-normalize": {"std_normalize": True},
+    "symmetric-clip": {"clip_high": 0.2},
+    "previous-default": {"std_normalize": True, "clip_high": 0.2, "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
 }
 ROOT = Path(__file__).resolve().parent.parent

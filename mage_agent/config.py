@@ -99,7 +99,7 @@ class AlgoConfig:
     gamma_step: float = 0.95
     gamma_traj: float = 0.6
     clip: float = 0.2  #: PPO's clip range below 1 (and above, unless clip_high differs)
-    clip_high: float = 0.2  #: clip range above 1 (DAPO's decoupled clip_high, e.g. 0.28)
+    clip_high: float = 0.28  #: clip range above 1 (DAPO's decoupled clip-higher; 0.2 is PPO's symmetric clip)
     loss_aggregation: str = "token"  #: "token" (mean over the step's tokens) or "sequence" (per completion first)
     kl_coef: float = 0.0
     entropy_coef: float = 0.1
@@ -117,7 +117,7 @@ class AlgoConfig:
 class RunConfig:
     """Length, seeds, output and evaluation."""
 
-    iterations: int = 200
+    iterations: int = 400
     seed: int = 0
     output_dir: str = "runs/mage"
     checkpoint_every: int = 50

@@ -3,8 +3,9 @@
 Each iteration draws ``groups_per_iteration`` (seed, opponent) groups from the opponent
 population, plays ``group_size`` copies of each meta-episode in lockstep with batched
 generation, assigns per-turn returns with the step and cross-episode discounts, turns them
-into group-relative advantages normalised within each opponent archetype, and takes
-``epochs`` passes of PPO-clip minibatch updates.
+into group-relative advantages (centred on the copies of the same seed and archetype;
+optionally scaled per archetype), and takes ``epochs`` passes of PPO-clip minibatch
+updates (DAPO's clip-higher by default).
 
 Under ``torchrun`` each process plays an equal share of the groups and the statistics and
 gradients are pooled over processes (:mod:`mage_agent.distributed`); rank 0 writes the logs

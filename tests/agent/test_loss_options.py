@@ -122,3 +122,25 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
         per_group.setdefault(t.group, set()).add(t.opponent)
     assert any(len(opponents) > 1 for opponents in per_group.values())
     assert {o for opponents in per_group.values() for o in opponents} <= {"conservative", "aggressive", "intermediate"}
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"loss_aggregation": "tokens"}, "loss_aggregation"),
+    ({"group_opponents": "random"}, "group_opponents"),
+    ({"clip": 1.5}, "clip"),
+    ({"clip_high": -0.1}, "clip_high"),
+    ({"max_sampling_draws": 0}, "max_sampling_draws"),
+])
+def test_new_options_are_validated_when_the_config_is_built(overrides, message):
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    with pytest.raises(ValueError, match=message):
+        apply_overrides(TrainConfig(), overrides)
+
+
+def test_dynamic_sampling_is_refused_under_several_processes(tmp_path):
+    from mage_agent.distributed import World
+
+    world = World(rank=0, size=2)   # refused before any collective is called
+    with pytest.raises(ValueError, match="single process"):
+        Trainer(run_config(tmp_path, "two", dynamic_sampling=True), progress=False, world=world)

@@ -35,14 +35,14 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, get_args
 
 import numpy as np
 
 Scope = Literal["per-archetype", "global", "group"]
 Estimator = Literal["grpo", "gigpo"]
-SCOPES: tuple[str, ...] = ("per-archetype", "global", "group")
-ESTIMATORS: tuple[str, ...] = ("grpo", "gigpo")
+SCOPES: tuple[str, ...] = get_args(Scope)
+ESTIMATORS: tuple[str, ...] = get_args(Estimator)
 
 
 @dataclass

@@ -20,7 +20,7 @@ from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
-from .config import DTYPES, TrainConfig
+from .config import DTYPES, TrainConfig, did_you_mean
 from .policy import LoraSettings, Policy, Sampling, default_dtype
 from .tiny import TinyConfig, create_tiny
 
@@ -107,11 +107,18 @@ def sampling_of(config: TrainConfig) -> Sampling:
 
 def population_of(config: TrainConfig) -> dict[str, float]:
     """Training archetypes and weights (one archetype under the single-opponent ablation);
-    empty for a single-agent task. Held-out archetypes of ``mage_envs`` are refused."""
+    empty for a single-agent task. Unknown archetypes (in the population, ``single_opponent``
+    or ``heldout``) are refused with the closest known id, and so are held-out archetypes of
+    ``mage_envs`` in training."""
     game = game_of(config.env.env_id)
     if game is None:
         return {}
     population = {config.env.single_opponent: 1.0} if config.env.single_opponent else dict(config.env.population)
+    known = list_opponents(game)
+    for name in [*population, *config.env.heldout]:
+        if name not in known:
+            raise ValueError(f"unknown archetype {name!r} for {game}{did_you_mean(name, known)}; "
+                             f"known: {', '.join(known)}")
     for name in population:
         if archetype(game, name).split == "heldout":
             raise ValueError(

@@ -85,9 +85,9 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     if lora is not None:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
-                                          is_trainable=True)
-        return Policy(model, tokenizer, device=device)
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
+                                            is_trainable=True)
+        return Policy(adapted, tokenizer, device=device)
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)

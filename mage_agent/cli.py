@@ -121,13 +121,13 @@ def evaluate_policy(
                       progress=progress, agent_name=name)
     game = config.env.env_id
     data = report.to_dict()
-    data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+    data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
                           for k, v in data["env_kwargs"].items()}
     population = population_of(config)
     data["training_population"] = population
     nonadaptive = None
-    if population and all(o.get("best_response_exact") for o in data["opponents"].values()):
-        game_string = game_of(game)
+    game_string = game_of(game)  # not None when there is a population
+    if population and game_string and all(o.get("best_response_exact") for o in data["opponents"].values()):
         nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     path.parent.mkdir(parents=True, exist_ok=True)

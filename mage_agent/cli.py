@@ -43,7 +43,7 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
-def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
     """An argparse ``type`` that refuses a value outside ``choices`` with the closest one."""
 
     def parse(text: str) -> str:
@@ -52,7 +52,6 @@ def _choice(name: str, choices: tuple[str, ...]) -> Callable[[str], str]:
                 f"invalid choice {text!r}{did_you_mean(text, choices)} (choose from {', '.join(choices)})")
         return text
 
-    parse.__name__ = name
     return parse
 
 
@@ -81,7 +80,7 @@ def train_parser() -> argparse.ArgumentParser:
         choices = choices_of(type(section_config), name)
         kind: Any = type(default)
         if choices is not None:
-            kind = _choice(name, choices)
+            kind = _choice(choices)
         elif kind is bool:
             kind = _parse_bool
         elif kind in (list, dict):

@@ -194,6 +194,11 @@ def eval_main(argv: Sequence[str]) -> int:
     parser.add_argument("--output", default=None, help="where eval.json goes (default: next to the checkpoint)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.env is not None:  # a misspelt id fails here, before the model loads
+        try:
+            apply_overrides(TrainConfig(), {"env_id": args.env})
+        except ValueError as error:
+            parser.error(str(error))
     folder = Path(args.checkpoint)
     state_file = folder / "state.json"
     if state_file.exists():

@@ -34,15 +34,15 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass
+from typing import Literal, cast, get_args
 
 import numpy as np
 
 Scope = Literal["per-archetype", "global", "group"]
 Estimator = Literal["grpo", "gigpo"]
-SCOPES: tuple[str, ...] = ("per-archetype", "global", "group")
-ESTIMATORS: tuple[str, ...] = ("grpo", "gigpo")
+SCOPES: tuple[str, ...] = get_args(Scope)
+ESTIMATORS: tuple[str, ...] = get_args(Estimator)
 
 
 @dataclass
@@ -57,10 +57,11 @@ class TurnTable:
     traj: np.ndarray
     episode: np.ndarray
     reward: np.ndarray
-    group: np.ndarray = field(default=None)  # type: ignore[assignment]
-    archetype: np.ndarray = field(default=None)  # type: ignore[assignment]
-    phase: np.ndarray = field(default=None)  # type: ignore[assignment]
-    anchor: np.ndarray = field(default=None)  # type: ignore[assignment]
+    # None by default, typed as the array that __post_init__ puts in its place
+    group: np.ndarray = cast(np.ndarray, None)
+    archetype: np.ndarray = cast(np.ndarray, None)
+    phase: np.ndarray = cast(np.ndarray, None)
+    anchor: np.ndarray = cast(np.ndarray, None)
 
     def __post_init__(self) -> None:
         n = len(self.traj)

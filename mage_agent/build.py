@@ -20,7 +20,7 @@ from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
-from .config import DTYPES, TrainConfig
+from .config import DTYPES, TrainConfig, did_you_mean
 from .policy import LoraSettings, Policy, Sampling, default_dtype
 from .tiny import TinyConfig, create_tiny
 
@@ -85,9 +85,9 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     if lora is not None:
         from peft import PeftModel
 
-        model = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
-                                          is_trainable=True)
-        return Policy(model, tokenizer, device=device)
+        adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
+                                            is_trainable=True)
+        return Policy(adapted, tokenizer, device=device)
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)
@@ -107,11 +107,18 @@ def sampling_of(config: TrainConfig) -> Sampling:
 
 def population_of(config: TrainConfig) -> dict[str, float]:
     """Training archetypes and weights (one archetype under the single-opponent ablation);
-    empty for a single-agent task. Held-out archetypes of ``mage_envs`` are refused."""
+    empty for a single-agent task. Unknown archetypes (in the population, ``single_opponent``
+    or ``heldout``) are refused with the closest known id, and so are held-out archetypes of
+    ``mage_envs`` in training."""
     game = game_of(config.env.env_id)
     if game is None:
         return {}
     population = {config.env.single_opponent: 1.0} if config.env.single_opponent else dict(config.env.population)
+    known = list_opponents(game)
+    for name in [*population, *config.env.heldout]:
+        if name not in known:
+            raise ValueError(f"unknown archetype {name!r} for {game}{did_you_mean(name, known)}; "
+                             f"known: {', '.join(known)}")
     for name in population:
         if archetype(game, name).split == "heldout":
             raise ValueError(

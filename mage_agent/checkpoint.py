@@ -28,10 +28,13 @@ import random
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
+
+if TYPE_CHECKING:
+    from .policy import CausalLM
 
 
 @dataclass
@@ -47,6 +50,8 @@ def rng_state() -> dict[str, Any]:
     """Python, NumPy and torch global RNG states as JSON-able data."""
     version, internal, gauss = random.getstate()
     numpy_state = np.random.get_state()
+    if not isinstance(numpy_state, tuple):  # the legacy form, which get_state() returns by default
+        raise TypeError("expected NumPy's legacy RNG state (a tuple)")
     return {
         "python": [version, list(internal), gauss],
         "numpy": [numpy_state[0], numpy_state[1].tolist(), *numpy_state[2:]],
@@ -77,7 +82,7 @@ def restore_rng_state(path: Path) -> None:
 def save_checkpoint(
     root: Path,
     iteration: int,
-    model: torch.nn.Module,
+    model: CausalLM,
     tokenizer: Any,
     optimizer: torch.optim.Optimizer,
     scheduler: torch.optim.lr_scheduler.LRScheduler,
@@ -91,7 +96,7 @@ def save_checkpoint(
     if staging.exists():
         shutil.rmtree(staging)
     staging.mkdir()
-    model.save_pretrained(staging / "model", safe_serialization=True)
+    model.save_pretrained(str(staging / "model"), safe_serialization=True)
     tokenizer.save_pretrained(staging / "model")
     torch.save({"optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict()}, staging / "optimizer.pt")
     state = {"iteration": iteration, "config": config, "extras": extras, "rng": rng_state()}

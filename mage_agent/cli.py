@@ -18,14 +18,14 @@ import argparse
 import dataclasses
 import json
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, population_of, sampling_of
-from .config import TrainConfig, apply_overrides, field_index, load_config
+from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
 
@@ -43,6 +43,28 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
+    """An argparse ``type`` that refuses a value outside ``choices`` with the closest one."""
+
+    def parse(text: str) -> str:
+        if text not in choices:
+            raise argparse.ArgumentTypeError(
+                f"invalid choice {text!r}{did_you_mean(text, choices)} (choose from {', '.join(choices)})")
+        return text
+
+    return parse
+
+
+def parse_train_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, where an unknown flag is answered with the closest known one."""
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:
+        flags = [option for action in parser._actions for option in action.option_strings]
+        parts = [word + did_you_mean(word.split("=")[0], flags) if word.startswith("--") else word for word in unknown]
+        parser.error(f"unrecognized arguments: {' '.join(parts)}")
+    return args
+
+
 def train_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="mage train", description="Train a MAGE policy (defaults: the embedded "
                                      "tiny model on mage/KuhnPoker-meta-v0, on CPU).")
@@ -51,15 +73,22 @@ def train_parser() -> argparse.ArgumentParser:
     parser.add_argument("--overwrite", action="store_true",
                         help="remove an earlier run's logs, checkpoints and evaluations from --output-dir first")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    for name, (section, f) in field_index(TrainConfig()).items():
-        default = getattr(getattr(TrainConfig(), section), name)
+    defaults = TrainConfig()
+    for name, (section, f) in field_index(defaults).items():
+        section_config = getattr(defaults, section)
+        default = getattr(section_config, name)
+        choices = choices_of(type(section_config), name)
         kind: Any = type(default)
-        if kind is bool:
+        if choices is not None:
+            kind = _choice(choices)
+        elif kind is bool:
             kind = _parse_bool
         elif kind in (list, dict):
             kind = json.loads
-        parser.add_argument(_flag(name), dest=name, type=kind, default=argparse.SUPPRESS,
-                            help=f"[{section}] default: {json.dumps(default)}")
+        details = f"default: {json.dumps(default)}" + (f"; choices: {', '.join(choices)}" if choices else "")
+        help_text = f"[{section}] {help_of(f)} ({details})".replace("%", "%%")
+        parser.add_argument(_flag(name), dest=name, type=kind, choices=choices, default=argparse.SUPPRESS,
+                            help=help_text)
     return parser
 
 
@@ -91,13 +120,13 @@ def evaluate_policy(
                       progress=progress, agent_name=name)
     game = config.env.env_id
     data = report.to_dict()
-    data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) else v)
+    data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
                           for k, v in data["env_kwargs"].items()}
     population = population_of(config)
     data["training_population"] = population
     nonadaptive = None
-    if population and all(o.get("best_response_exact") for o in data["opponents"].values()):
-        game_string = game_of(game)
+    game_string = game_of(game)  # not None when there is a population
+    if population and game_string and all(o.get("best_response_exact") for o in data["opponents"].values()):
         nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -125,9 +154,10 @@ def train_main(argv: Sequence[str]) -> int:
     from .trainer import Trainer
 
     parser = train_parser()
-    args = parser.parse_args(argv)
+    args = parse_train_args(parser, argv)
     try:
         config = config_from_args(args)
+        population_of(config)  # unknown or held-out archetypes fail here, before the model loads
     except (ValueError, OSError) as error:
         parser.error(str(error))
     output = Path(config.run.output_dir)
@@ -164,6 +194,11 @@ def eval_main(argv: Sequence[str]) -> int:
     parser.add_argument("--output", default=None, help="where eval.json goes (default: next to the checkpoint)")
     parser.add_argument("--quiet", action="store_true")
     args = parser.parse_args(argv)
+    if args.env is not None:  # a misspelt id fails here, before the model loads
+        try:
+            apply_overrides(TrainConfig(), {"env_id": args.env})
+        except ValueError as error:
+            parser.error(str(error))
     folder = Path(args.checkpoint)
     state_file = folder / "state.json"
     if state_file.exists():

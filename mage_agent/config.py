@@ -17,114 +17,211 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterable, Literal, get_args, get_origin, get_type_hints
 
-from .advantage import ESTIMATORS, SCOPES
-from .loss import AGGREGATIONS
+from mage_envs.core.meta_tracker import RewardMode
+
+from .advantage import ESTIMATORS, SCOPES, Estimator, Scope
+from .loss import AGGREGATIONS, Aggregation
 
 #: How a group's copies meet opponents: one archetype for the group, or one drawn per copy.
-GROUP_OPPONENTS: tuple[str, ...] = ("shared", "mixed")
+GroupOpponents = Literal["shared", "mixed"]
+GROUP_OPPONENTS: tuple[str, ...] = get_args(GroupOpponents)
 #: Model dtypes by name; ``"auto"`` is bfloat16 on a GPU and float32 on CPU.
-DTYPES: tuple[str, ...] = ("auto", "float32", "bfloat16", "float16")
+Dtype = Literal["auto", "float32", "bfloat16", "float16"]
+DTYPES: tuple[str, ...] = get_args(Dtype)
+#: The learner's seat in a game: drawn every meta-episode, or fixed (``"0"`` moves first).
+SeatName = Literal["random", "0", "1"]
+SEATS: tuple[str, ...] = get_args(SeatName)
+PromptStyle = Literal["compact", "full"]
+PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
+Schedule = Literal["constant", "cosine"]
+SCHEDULES: tuple[str, ...] = get_args(Schedule)
+REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
+
+__all__ = [
+    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
+    "SEATS", "AlgoConfig", "EnvConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig", "apply_overrides",
+    "choices_of", "did_you_mean", "field_index", "help_of", "load_config",
+]
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the candidate closest to ``word``, or ``""``.
+
+    Example:
+        >>> did_you_mean("learning_rte", ["learning_rate", "seed"])
+        " (did you mean 'learning_rate'?)"
+        >>> did_you_mean("zzz", ["learning_rate"])
+        ''
+    """
+    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass
 class ModelConfig:
     """The policy network."""
 
-    name_or_path: str = "tiny"  #: "tiny" (the embedded model), a local path or a hub id
-    lora: bool = False  #: train a LoRA adapter instead of all weights
-    lora_rank: int = 16
-    lora_alpha: int = 32
-    lora_dropout: float = 0.05
-    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"])
-    device: str = "auto"  #: "auto" (cuda when available), "cpu", "cuda"...
-    dtype: str = "auto"  #: "auto" (bfloat16 on GPU, float32 on CPU), "float32", "bfloat16", "float16"
-    activation_checkpointing: bool = False  #: recompute layer activations in backward (less memory)
+    name_or_path: str = field(default="tiny", metadata={
+        "help": "the model: 'tiny' (the embedded one, built into the run folder), a local path or a hub id"})
+    lora: bool = field(default=False, metadata={"help": "train a LoRA adapter instead of all weights"})
+    lora_rank: int = field(default=16, metadata={"help": "LoRA rank r (with --lora true)"})
+    lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha (the update is scaled by alpha / r)"})
+    lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA adapter's input"})
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
+                                           metadata={"help": "module names that get a LoRA adapter (JSON list)"})
+    device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', 'cuda:1'..."})
+    dtype: Dtype = field(default="auto", metadata={"help": "weights' dtype ('auto': bfloat16 on GPU, float32 on CPU)"})
+    activation_checkpointing: bool = field(default=False, metadata={
+        "help": "recompute layer activations in the backward pass (less memory, more time)"})
 
 
 @dataclass
 class EnvConfig:
     """The meta-environment and the opponent population."""
 
-    env_id: str = "mage/KuhnPoker-meta-v0"
-    num_episodes: int = 3
-    reward_mode: str = "differential"  #: "differential" (MAGE), "final" or "cumulative" (ablation)
-    reflection: bool = False  #: ask the model for reflections between episodes
-    memory: bool = True  #: show earlier episodes' summaries (False: the no-memory control)
-    repeat_instance: bool = True  #: the same deal every episode (paper protocol)
-    prompt_style: str = "compact"  #: "compact" (no rules text, for small models) or "full"
-    seat: str = "random"
-    #: opponent archetype -> sampling weight (population-based training)
+    env_id: str = field(default="mage/KuhnPoker-meta-v0", metadata={
+        "help": "a registered Gymnasium id (`mage envs` lists them)"})
+    num_episodes: int = field(default=3, metadata={"help": "inner episodes per meta-episode"})
+    reward_mode: RewardMode = field(default="differential", metadata={
+        "help": "per-episode reward: 'differential' (MAGE), 'final' or 'cumulative' (ablations)"})
+    reflection: bool = field(default=False, metadata={"help": "ask the model for a reflection between episodes"})
+    memory: bool = field(default=True, metadata={
+        "help": "show earlier episodes' summaries (false: the no-memory control)"})
+    repeat_instance: bool = field(default=True, metadata={
+        "help": "the same deal or instance every episode of a meta-episode (the paper's protocol)"})
+    prompt_style: PromptStyle = field(default="compact", metadata={
+        "help": "games' prompts: 'compact' (no rules text, for small models) or 'full'"})
+    seat: SeatName = field(default="random", metadata={
+        "help": "the learner's seat in a game: 'random' (drawn per meta-episode), '0' (moves first) or '1'"})
     population: dict[str, float] = field(
-        default_factory=lambda: {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0}
+        default_factory=lambda: {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0},
+        metadata={"help": "training opponents: archetype id -> sampling weight (JSON object)"},
     )
-    single_opponent: str = ""  #: ablation: train against this one archetype only
-    heldout: list[str] = field(default_factory=lambda: ["bluffer", "calling-station", "maniac"])
-    invalid_penalty: float = -1.0
-    reward_scale: float = 1.0
-    #: further ``gym.make`` arguments of the environment, e.g. ``{"max_steps": 30}`` for a task
-    env_options: dict[str, Any] = field(default_factory=dict)
+    single_opponent: str = field(default="", metadata={
+        "help": "ablation: train against this one archetype only (empty: the population)"})
+    heldout: list[str] = field(default_factory=lambda: ["bluffer", "calling-station", "maniac"], metadata={
+        "help": "archetypes the final evaluation adds to the population's (JSON list)"})
+    invalid_penalty: float = field(default=-1.0, metadata={
+        "help": "reward added to a step with an invalid answer (up to 2 retries are allowed)"})
+    reward_scale: float = field(default=1.0, metadata={"help": "multiplies a game's payoffs (> 0)"})
+    env_options: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": 'further gym.make arguments of the environment (JSON object, e.g. {"max_steps": 30})'})
 
 
 @dataclass
 class RolloutConfig:
     """Sampling and batch shape."""
 
-    groups_per_iteration: int = 16  #: B: groups (seed, opponent) per iteration
-    group_size: int = 8  #: G: copies per group
-    #: "shared": a group's copies meet one archetype (MAGE); "mixed": each copy draws its own
-    group_opponents: str = "shared"
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 1
-    generation_batch_size: int = 0  #: prompts per generate call (0: every pending prompt at once)
-    action_tokens: bool = True  #: sample one token among the legal action names
+    groups_per_iteration: int = field(default=16, metadata={"help": "B: groups (seed, opponent) per iteration"})
+    group_size: int = field(default=8, metadata={"help": "G: copies of each group (>= 2; the baseline is their mean)"})
+    group_opponents: GroupOpponents = field(default="shared", metadata={
+        "help": "'shared': a group's copies meet one archetype (MAGE); 'mixed': each copy draws its own"})
+    temperature: float = field(default=1.0, metadata={"help": "sampling temperature"})
+    top_p: float = field(default=1.0, metadata={"help": "nucleus sampling's probability mass (1: off)"})
+    top_k: int = field(default=0, metadata={"help": "sample among the k likeliest tokens (0: off)"})
+    max_new_tokens: int = field(default=1, metadata={"help": "generation budget per answer, in tokens"})
+    generation_batch_size: int = field(default=0, metadata={
+        "help": "prompts per generate call (0: every pending prompt at once)"})
+    action_tokens: bool = field(default=True, metadata={
+        "help": "sample one token among the legal action names (false: free text)"})
 
 
 @dataclass
 class AlgoConfig:
     """Credit assignment, advantages and optimisation."""
 
-    estimator: str = "grpo"  #: "grpo" or "gigpo"
-    scope: str = "per-archetype"  #: advantage normalisation: "per-archetype", "global", "group"
-    #: DAPO's dynamic sampling: drop groups whose advantages are all zero, draw more groups
-    dynamic_sampling: bool = False
-    max_sampling_draws: int = 3  #: with dynamic_sampling: collections per iteration at most
-    std_normalize: bool = False  #: divide by the scope's std (False: mean-only, as Dr. GRPO and MAGE's code)
-    gamma_step: float = 0.95
-    gamma_traj: float = 0.6
-    clip: float = 0.2  #: PPO's clip range below 1 (and above, unless clip_high differs)
-    clip_high: float = 0.28  #: clip range above 1 (DAPO's decoupled clip-higher; 0.2 is PPO's symmetric clip)
-    loss_aggregation: str = "token"  #: "token" (mean over the step's tokens) or "sequence" (per completion first)
-    kl_coef: float = 0.0
-    entropy_coef: float = 0.1
-    epochs: int = 2
-    minibatch_size: int = 256  #: turns per optimizer step (split between processes)
-    micro_batch_size: int = 0  #: turns per forward/backward pass (0: the minibatch); only memory changes
-    learning_rate: float = 1e-3
-    weight_decay: float = 0.0
-    max_grad_norm: float = 1.0
-    warmup_iterations: int = 10
-    schedule: str = "constant"  #: "constant" or "cosine" after warm-up
+    estimator: Estimator = field(default="grpo", metadata={
+        "help": "advantage estimator: 'grpo' or 'gigpo' (adds a step-level term)"})
+    scope: Scope = field(default="per-archetype", metadata={
+        "help": "where advantage statistics are pooled: 'per-archetype', 'global' or 'group'"})
+    dynamic_sampling: bool = field(default=False, metadata={
+        "help": "DAPO's dynamic sampling: drop groups whose advantages are all zero, draw more groups"})
+    max_sampling_draws: int = field(default=3, metadata={
+        "help": "with dynamic_sampling: collections per iteration at most"})
+    std_normalize: bool = field(default=False, metadata={
+        "help": "divide by the scope's std (false: mean-only, as Dr. GRPO and MAGE's code)"})
+    gamma_step: float = field(default=0.95, metadata={"help": "discount between turns of one inner episode"})
+    gamma_traj: float = field(default=0.6, metadata={"help": "discount across an inner-episode boundary"})
+    clip: float = field(default=0.2, metadata={
+        "help": "PPO's clip range below 1 (and above, unless clip_high differs); in [0, 1)"})
+    clip_high: float = field(default=0.28, metadata={
+        "help": "clip range above 1 (DAPO's clip-higher; 0.2 is PPO's symmetric clip)"})
+    loss_aggregation: Aggregation = field(default="token", metadata={
+        "help": "'token' (mean over the step's tokens) or 'sequence' (per completion first)"})
+    kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
+    entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus"})
+    epochs: int = field(default=2, metadata={"help": "passes over each iteration's batch"})
+    minibatch_size: int = field(default=256, metadata={"help": "turns per optimizer step (split between processes)"})
+    micro_batch_size: int = field(default=0, metadata={
+        "help": "turns per forward/backward pass (0: the minibatch); only memory changes"})
+    learning_rate: float = field(default=1e-3, metadata={"help": "AdamW's peak learning rate"})
+    weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay"})
+    max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clipping threshold"})
+    warmup_iterations: int = field(default=10, metadata={"help": "iterations of linear learning-rate warm-up"})
+    schedule: Schedule = field(default="constant", metadata={"help": "learning rate after warm-up"})
 
 
 @dataclass
 class RunConfig:
     """Length, seeds, output and evaluation."""
 
-    iterations: int = 400
-    seed: int = 0
-    output_dir: str = "runs/mage"
-    checkpoint_every: int = 50
-    eval_meta_episodes: int = 300
-    eval_seed: int = 1_000_000_000  #: evaluation seeds start here (disjoint from training)
-    threads: int = 1  #: torch CPU threads (1 is fastest on a shared 2-core machine)
-    tensorboard: bool = True
+    iterations: int = field(default=400, metadata={"help": "training iterations"})
+    seed: int = field(default=0, metadata={"help": "seed of the model's initialisation, sampling and deals"})
+    output_dir: str = field(default="runs/mage", metadata={
+        "help": "where logs, checkpoints and evaluations are written"})
+    checkpoint_every: int = field(default=50, metadata={"help": "iterations between checkpoints (0: never)"})
+    eval_meta_episodes: int = field(default=300, metadata={
+        "help": "meta-episodes per opponent in the evaluations before and after training (0: none)"})
+    eval_seed: int = field(default=1_000_000_000, metadata={
+        "help": "evaluation seeds start here (disjoint from training)"})
+    threads: int = field(default=1, metadata={"help": "torch CPU threads (1 is fastest on a shared 2-core machine)"})
+    tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs to <output_dir>/tensorboard"})
+
+
+def help_of(f: dataclasses.Field) -> str:
+    """A field's one-line help."""
+    return str(f.metadata.get("help", ""))
+
+
+def choices_of(section: type, name: str) -> tuple[str, ...] | None:
+    """The allowed values of a ``Literal``-typed field, or ``None``.
+
+    Example:
+        >>> choices_of(AlgoConfig, "scope"), choices_of(AlgoConfig, "epochs")
+        (('per-archetype', 'global', 'group'), None)
+    """
+    return _choices(section).get(name)
+
+
+@functools.lru_cache(maxsize=None)
+def _choices(section: type) -> dict[str, tuple[str, ...]]:
+    hints = get_type_hints(section)
+    return {name: get_args(hint) for name, hint in hints.items() if get_origin(hint) is Literal}
+
+
+def _choice_error(name: str, value: Any, choices: tuple[str, ...]) -> ValueError:
+    return ValueError(f"{name} must be one of {choices}, got {value!r}{did_you_mean(value, choices)}")
+
+
+def _check_env_id(env_id: str) -> None:
+    """``ValueError`` (with the closest registered id) unless Gymnasium can find ``env_id``."""
+    import gymnasium as gym
+
+    # importing mage_envs registers the mage/ ids
+    import mage_envs  # noqa: F401
+
+    try:
+        gym.spec(env_id)
+    except gym.error.Error:
+        raise ValueError(f"unknown env_id {env_id!r}{did_you_mean(env_id, gym.registry)}; "
+                         "`mage envs` lists the registered ids") from None
 
 
 @dataclass
@@ -140,24 +237,17 @@ class TrainConfig:
 
     def validate(self) -> None:
         """Raise ``ValueError`` with a readable message for inconsistent settings."""
-        if self.algo.scope not in SCOPES:
-            raise ValueError(f"scope must be one of {SCOPES}, got {self.algo.scope!r}")
-        if self.algo.estimator not in ESTIMATORS:
-            raise ValueError(f"estimator must be one of {ESTIMATORS}, got {self.algo.estimator!r}")
-        if self.algo.loss_aggregation not in AGGREGATIONS:
-            raise ValueError(f"loss_aggregation must be one of {AGGREGATIONS}, got {self.algo.loss_aggregation!r}")
+        for name, (section, f) in field_index(self).items():
+            choices = choices_of(type(getattr(self, section)), name)
+            value = getattr(getattr(self, section), name)
+            if name == "seat" and value in (0, 1) and not isinstance(value, bool):
+                continue  # a YAML file's `seat: 0` (an int) means "0"
+            if choices is not None and value not in choices:
+                raise _choice_error(name, value, choices)
         if not (0 <= self.algo.clip < 1 and self.algo.clip_high >= 0):
             raise ValueError("clip must be in [0, 1) and clip_high >= 0")
-        if self.algo.schedule not in ("constant", "cosine"):
-            raise ValueError(f"schedule must be 'constant' or 'cosine', got {self.algo.schedule!r}")
-        if self.rollout.group_opponents not in GROUP_OPPONENTS:
-            raise ValueError(f"group_opponents must be one of {GROUP_OPPONENTS}, got {self.rollout.group_opponents!r}")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
-        if self.model.dtype not in DTYPES:
-            raise ValueError(f"dtype must be one of {DTYPES}, got {self.model.dtype!r}")
-        if self.env.prompt_style not in ("compact", "full"):
-            raise ValueError(f"prompt_style must be 'compact' or 'full', got {self.env.prompt_style!r}")
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
@@ -167,25 +257,27 @@ class TrainConfig:
             raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
+        _check_env_id(self.env.env_id)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> TrainConfig:
-        sections = {f.name: f.type for f in dataclasses.fields(cls)}
+        sections: dict[str, Any] = {f.name: f.default_factory for f in dataclasses.fields(cls)}
         unknown = set(data) - set(sections)
         if unknown:
-            raise ValueError(f"unknown config section(s): {sorted(unknown)}; expected {sorted(sections)}")
+            name = sorted(unknown)[0]
+            raise ValueError(f"unknown config section(s): {sorted(unknown)}{did_you_mean(name, sections)}; "
+                             f"expected {sorted(sections)}")
         built = {}
-        for section_field in dataclasses.fields(cls):
-            section_cls = section_field.default_factory  # type: ignore[misc]
-            values = data.get(section_field.name, {}) or {}
-            names = {f.name for f in dataclasses.fields(section_cls)}
-            bad = set(values) - names
+        for section, section_cls in sections.items():
+            values = data.get(section, {}) or {}
+            names = [f.name for f in dataclasses.fields(section_cls)]
+            bad = sorted(set(values) - set(names))
             if bad:
-                raise ValueError(f"unknown field(s) {sorted(bad)} in section {section_field.name!r}")
-            built[section_field.name] = section_cls(**values)
+                raise ValueError(f"unknown field(s) {bad} in section {section!r}{did_you_mean(bad[0], names)}")
+            built[section] = section_cls(**values)
         return cls(**built)
 
 
@@ -220,6 +312,6 @@ def apply_overrides(config: TrainConfig, overrides: dict[str, Any]) -> TrainConf
     index = field_index(config)
     for name, value in overrides.items():
         if name not in index:
-            raise ValueError(f"unknown setting {name!r}")
+            raise ValueError(f"unknown setting {name!r}{did_you_mean(name, index)}")
         data[index[name][0]][name] = value
     return TrainConfig.from_dict(data)

@@ -104,20 +104,21 @@ class World:
             return
         import torch.distributed as dist
 
-        parameters = list(parameters)
+        grads: list[torch.Tensor] = []
         for param in parameters:
             if param.grad is None:
                 param.grad = torch.zeros_like(param)
-        by_dtype: dict[torch.dtype, list[torch.nn.Parameter]] = {}
-        for param in parameters:
-            by_dtype.setdefault(param.grad.dtype, []).append(param)
+            grads.append(param.grad)
+        by_dtype: dict[torch.dtype, list[torch.Tensor]] = {}
+        for grad in grads:
+            by_dtype.setdefault(grad.dtype, []).append(grad)
         for group in by_dtype.values():  # one collective per dtype (bf16 base, fp32 adapter)
-            flat = torch.cat([p.grad.reshape(-1) for p in group])
+            flat = torch.cat([grad.reshape(-1) for grad in group])
             dist.all_reduce(flat)
             offset = 0
-            for param in group:
-                count = param.numel()
-                param.grad.copy_(flat[offset:offset + count].view_as(param.grad))
+            for grad in group:
+                count = grad.numel()
+                grad.copy_(flat[offset:offset + count].view_as(grad))
                 offset += count
 
     def broadcast_parameters(self, module: torch.nn.Module) -> None:

@@ -13,14 +13,14 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, get_args
 
 import torch
 
 #: How the per-token losses of a batch are averaged: over every token of the batch
 #: (``"token"``, DAPO's token-level loss) or per completion first (``"sequence"``, GRPO's).
 Aggregation = Literal["token", "sequence"]
-AGGREGATIONS: tuple[str, ...] = ("token", "sequence")
+AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
 
 
 @dataclass

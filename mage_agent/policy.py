@@ -24,10 +24,24 @@ from __future__ import annotations
 import copy
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+
+if TYPE_CHECKING:
+    from peft import PeftModel
+
+#: A causal LM, with or without a peft adapter.
+CausalLM = Union[PreTrainedModel, "PeftModel"]
+_Module = TypeVar("_Module", bound=torch.nn.Module)
+
+
+def moved(model: _Module, device: torch.device) -> _Module:
+    """``model.to(device)``, typed: transformers' ``@wraps(Module.to)`` hides the method's
+    signature from type checkers (the call is the model's own ``to`` all the same)."""
+    module: torch.nn.Module = model
+    return cast(_Module, module.to(device))
 
 #: Entries a tokenizer cache of :class:`Policy` holds before it starts afresh. Rollouts
 #: repeat prompts (a group's copies, the same states across iterations) and action names.
@@ -92,7 +106,7 @@ class Policy:
 
     def __init__(
         self,
-        model: PreTrainedModel,
+        model: CausalLM,
         tokenizer: PreTrainedTokenizerBase,
         lora: LoraSettings | None = None,
         device: str | torch.device = "cpu",
@@ -120,13 +134,13 @@ class Policy:
                     target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
                 ),
             )
-        self.model = model.to(self.device)
+        self.model: CausalLM = moved(model, self.device)
         self.has_adapter = hasattr(self.model, "disable_adapter")
         self.activation_checkpointing = False
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
-                self._reference = reference_model.to(self.device).eval().requires_grad_(False)
+                self._reference = moved(reference_model, self.device).eval().requires_grad_(False)
             elif keep_reference:
                 self._reference = copy.deepcopy(self.model).eval().requires_grad_(False)
 
@@ -157,8 +171,8 @@ class Policy:
                 new = list(dict.fromkeys(prompts))
             texts = new
             if getattr(self.tokenizer, "chat_template", None):  # rendered, then tokenised like any text
-                texts = [self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                                            add_generation_prompt=True, tokenize=False)
+                texts = [cast(str, self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
+                                                                      add_generation_prompt=True, tokenize=False))
                          for prompt in new]
             encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
             cache.update(zip(new, map(tuple, encoded)))
@@ -187,7 +201,7 @@ class Policy:
         if text is None:
             if len(self._texts) >= CACHE_LIMIT:
                 self._texts.clear()
-            text = self._texts[key] = self.tokenizer.decode(list(key), skip_special_tokens=True)
+            text = self._texts[key] = cast(str, self.tokenizer.decode(list(key), skip_special_tokens=True))
         return text
 
     # ------------------------------------------------------------------ sampling
@@ -351,7 +365,10 @@ class Policy:
         """Keep no decoder-layer activations for backward; recompute them instead (less
         memory on long prompts, for about one more forward pass of time). Values and
         gradients are unchanged."""
-        base = self.model.get_base_model() if self.has_adapter else self.model
+        if self.has_adapter:  # a peft model, whose base is the transformers model
+            base = cast(PreTrainedModel, cast("PeftModel", self.model).get_base_model())
+        else:
+            base = cast(PreTrainedModel, self.model)
         enable = getattr(base, "activation_checkpointing_enable", None)
         if enable is not None:  # transformers >= 5.x names it so
             enable(activation_checkpointing_kwargs={"use_reentrant": False})

@@ -48,6 +48,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, ClassVar
 
+from gymnasium import spaces
+
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.parsing import ParsedAction
 from ..base import TextTaskEnv, check_settings
@@ -122,7 +124,7 @@ class WebShopEnv(TextTaskEnv):
         self._shop = open_shop(*self._store_key)
         if not self._shop.pools[split]:
             raise ValueError(f"the catalog {self._shop.catalog.name!r} has no instructions for split {split!r}")
-        self.observation_space = text_space(observation_budget(self.max_steps, self.history_length))
+        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length))
         self._rules = rules(self.max_steps)
         self._goal: Goal | None = None
 
@@ -190,13 +192,13 @@ class WebShopEnv(TextTaskEnv):
             self._browse = self._browse.clicked(argument, product)
         if self._browse.page != "done":
             return reward, None
-        self._score = webshop_reward(self._open_product(), self._goal, dict(self._browse.chosen))
+        self._score = webshop_reward(self._bought(), self.goal, dict(self._browse.chosen))
         return reward + self._score.reward, "win" if self._score.reward == 1.0 else "loss"
 
     def _fallback_action(self, legal_action: str) -> str:
         """For the search form, a search for the instruction itself."""
         if legal_action == SEARCH_FORM:
-            return f"search[{normalize_query(self._goal.instruction)}]"
+            return f"search[{normalize_query(self.goal.instruction)}]"
         return legal_action
 
     def _info_extras(self) -> dict[str, Any]:
@@ -205,6 +207,19 @@ class WebShopEnv(TextTaskEnv):
     # ------------------------------------------------------------------ internals
     def _open_product(self) -> Product | None:
         return self._shop.product(self._browse.asin) if self._browse.asin else None
+
+    def _bought(self) -> Product:
+        """The product open when "buy now" was clicked (buying happens on its page)."""
+        product = self._open_product()
+        if product is None:
+            raise RuntimeError("no product is open")
+        return product
+
+    def _purchase(self) -> tuple[Product, RewardBreakdown]:
+        """The bought product and its score, once the episode ended with a purchase."""
+        if self._score is None:
+            raise RuntimeError("nothing was bought")
+        return self._bought(), self._score
 
     def _clickables(self) -> list[str]:
         return clickables(self._browse, self._open_product())
@@ -223,13 +238,14 @@ class WebShopEnv(TextTaskEnv):
 
     def _compose(self, notice: str | None) -> str:
         if self._browse.page == "done":
-            page = purchase_line(self._open_product(), dict(self._browse.chosen), self._score)
+            product, score = self._purchase()
+            page = purchase_line(product, dict(self._browse.chosen), score)
         else:
             page = page_block(self._browse, self._open_product(), self._shown_products())
         parts = [
             self._rules,
             "",
-            f"Instruction: {plain(self._goal.instruction, INSTRUCTION_CHARS)}",
+            f"Instruction: {plain(self.goal.instruction, INSTRUCTION_CHARS)}",
             "",
             f"Actions used: {self._steps} of {self.max_steps}.",
             page,
@@ -247,7 +263,7 @@ class WebShopEnv(TextTaskEnv):
         """One line about the finished episode, for the meta-episode memory."""
         if self._score is None:
             return "Forfeited by invalid answers." if self._forfeited else f"Bought nothing in {self.max_steps} actions."
-        product, score = self._open_product(), self._score
+        product, score = self._purchase()
         options = ", ".join(value for _, value in self._browse.chosen) or "no options"
         return (
             f"Bought {clip_text(product.title, 60)} ({clip_text(options, 60)}) at {product.price_tag}: "
@@ -262,7 +278,7 @@ class WebShopEnv(TextTaskEnv):
             info["purchase"] = {
                 "asin": self._browse.asin,
                 "options": dict(self._browse.chosen),
-                "price": self._open_product().price,
+                "price": self._bought().price,
                 **self._score.as_dict(),
             }
         return info

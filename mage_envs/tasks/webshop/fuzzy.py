@@ -75,8 +75,9 @@ def token_set_ratio(a: object, b: object) -> int:
     return int(round(_rapidfuzz.token_set_ratio(full_process(a), full_process(b))))
 
 
-def fuzzy_match(a: str, b: str) -> bool:
-    """WebShop's fuzzy match: ``token_set_ratio(a, b) > 85``.
+def fuzzy_match(a: object, b: object) -> bool:
+    """WebShop's fuzzy match: ``token_set_ratio(a, b) > 85`` (``str()`` of each, as thefuzz:
+    a goal option may be compared as a ``(name, value)`` pair).
 
     Example:
         >>> fuzzy_match("machine washable", "Machine-Washable"), fuzzy_match("3 ft", "6 ft")

@@ -47,7 +47,7 @@ import json
 import random
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ...core.contract import sanitize_text
 from .catalog import Catalog, GoalSeed, Product
@@ -93,6 +93,10 @@ def load_webshop_catalog(
     return Catalog(name, tuple(products), tuple(seeds))
 
 
+@overload
+def _find(path: Path, names: tuple[str, ...], pattern: str, required: Literal[True]) -> Path: ...
+@overload
+def _find(path: Path, names: tuple[str, ...], pattern: str, required: bool = False) -> Path | None: ...
 def _find(path: Path, names: tuple[str, ...], pattern: str, required: bool = False) -> Path | None:
     """``path`` if it is a file, else the first of ``names`` (then of ``pattern``) in it."""
     if path.is_file():

@@ -92,14 +92,22 @@ class Browse:
         if self.page == "results":
             if element in (NEXT_PAGE, PREV_PAGE):
                 return replace(self, page_number=self.page_number + (1 if element == NEXT_PAGE else -1))
-            return replace(self, page="item", asin=product.asin, chosen=())
+            return replace(self, page="item", asin=required_product(product, self.page).asin, chosen=())
         if self.page in SUB_PAGES:  # only "< prev" is left
             return replace(self, page="item")
         if element == PREV_PAGE:
             return replace(self, page="results", asin="", chosen=())
         if element in SUB_PAGES:
             return replace(self, page=element)
+        product = required_product(product, self.page)
         return replace(self, chosen=_choose(self.chosen, option_owner(product, element), element, product))
+
+
+def required_product(product: Product | None, page: str) -> Product:
+    """``product``, which a product's pages (and a click on a result) cannot do without."""
+    if product is None:
+        raise ValueError(f"the {page!r} page needs a product")
+    return product
 
 
 def _choose(chosen: tuple[tuple[str, str], ...], name: str, value: str, product: Product) -> tuple[tuple[str, str], ...]:
@@ -139,7 +147,7 @@ def clickables(browse: Browse, product: Product | None) -> list[str]:
     if browse.page == "results":
         return [BACK_TO_SEARCH, *page_turns(browse), *(asin.lower() for asin in browse.shown)]
     if browse.page == "item":
-        return [BACK_TO_SEARCH, PREV_PAGE, *option_values(product), *SUB_PAGES, BUY_NOW]
+        return [BACK_TO_SEARCH, PREV_PAGE, *option_values(required_product(product, browse.page)), *SUB_PAGES, BUY_NOW]
     if browse.page in SUB_PAGES:
         return [BACK_TO_SEARCH, PREV_PAGE]
     return []

@@ -33,6 +33,7 @@ from .pages import (
     REVIEWS,
     Browse,
     page_turns,
+    required_product,
 )
 from .reward import RewardBreakdown
 
@@ -98,6 +99,7 @@ def page_block(browse: Browse, product: Product | None, results: Sequence[Produc
         lines = [f"{header} ({len(browse.results)} results).", buttons]
         lines += [f"[{p.asin.lower()}] {plain(p.title, RESULT_TITLE_CHARS)} | {p.price_tag}" for p in results]
         return clip("\n".join(lines), PAGE_CHARS)
+    product = required_product(product, browse.page)
     heading = f"product {product.asin.lower()}: {plain(product.title, TITLE_CHARS)}"
     if browse.page == DESCRIPTION:
         body = f"Page: description of {heading}\n{plain(product.description or '(none)', DESCRIPTION_CHARS)}"

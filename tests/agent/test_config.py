@@ -1,0 +1,132 @@
+"""The configuration a person reads: help for every field, Literal choices, errors that
+name the closest valid value, all raised when the config is built (before any model)."""
+
+import json
+import typing
+
+import pytest
+
+from mage_agent import advantage, loss
+from mage_agent.build import population_of
+from mage_agent.cli import config_from_args, parse_train_args, train_parser
+from mage_agent.config import (
+    AGGREGATIONS,
+    DTYPES,
+    ESTIMATORS,
+    GROUP_OPPONENTS,
+    REWARD_MODES,
+    SCOPES,
+    SEATS,
+    AlgoConfig,
+    TrainConfig,
+    apply_overrides,
+    choices_of,
+    field_index,
+    help_of,
+)
+from mage_envs.cli import main
+
+
+def _field_actions():
+    parser = train_parser()
+    return parser, {action.dest: action for action in parser._actions if action.dest in field_index(TrainConfig())}
+
+
+def test_every_field_has_a_one_line_help_shown_by_train_help(capsys):
+    index = field_index(TrainConfig())
+    assert all(help_of(f) and "\n" not in help_of(f) for _, f in index.values()), \
+        [name for name, (_, f) in index.items() if not help_of(f)]
+    _, actions = _field_actions()
+    assert set(actions) == set(index)
+    for name, (section, f) in index.items():
+        assert actions[name].help.startswith(f"[{section}] {help_of(f)} (default: ")
+    with pytest.raises(SystemExit):
+        main(["train", "--help"])
+    shown = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at spaces and hyphens
+    for name, (_, f) in index.items():
+        assert f"--{name.replace('_', '-')}" in shown and "".join(help_of(f).split()) in shown, name
+    assert "(default:0.28)" in shown and "choices:per-archetype,global,group" in shown
+
+
+def test_enum_like_fields_are_literal_and_their_choices_come_from_the_type():
+    assert SCOPES == typing.get_args(advantage.Scope) == ("per-archetype", "global", "group")
+    assert ESTIMATORS == typing.get_args(advantage.Estimator) == ("grpo", "gigpo")
+    assert AGGREGATIONS == typing.get_args(loss.Aggregation) == ("token", "sequence")
+    assert GROUP_OPPONENTS == ("shared", "mixed") and DTYPES == ("auto", "float32", "bfloat16", "float16")
+    assert REWARD_MODES == ("differential", "final", "cumulative") and SEATS == ("random", "0", "1")
+    assert choices_of(AlgoConfig, "scope") == SCOPES and choices_of(AlgoConfig, "epochs") is None
+    _, actions = _field_actions()
+    literal = {name for name, action in actions.items() if action.choices}
+    assert literal == {"dtype", "reward_mode", "prompt_style", "seat", "group_opponents", "estimator", "scope",
+                       "loss_aggregation", "schedule"}
+    config = TrainConfig()
+    for name in literal:
+        section = field_index(config)[name][0]
+        assert tuple(actions[name].choices) == choices_of(type(getattr(config, section)), name)
+
+
+def test_flags_equal_to_the_defaults_give_the_default_config():
+    parser, _ = _field_actions()
+    argv = []
+    for name, (section, _) in field_index(TrainConfig()).items():
+        value = getattr(getattr(TrainConfig(), section), name)
+        text = json.dumps(value) if isinstance(value, (bool, list, dict)) else str(value)
+        argv += ["--" + name.replace("_", "-"), text]
+    assert config_from_args(parse_train_args(parser, argv)) == TrainConfig()
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"reward_mode": "diferential"}, "reward_mode must be one of .* got 'diferential' .did you mean 'differential'"),
+    ({"seat": "2"}, "seat must be one of"),
+    ({"seat": 2}, "seat must be one of"),
+    ({"scope": "globl"}, "did you mean 'global'"),
+    ({"schedule": "cosin"}, "did you mean 'cosine'"),
+    ({"learning_rte": 1.0}, "unknown setting 'learning_rte' .did you mean 'learning_rate'"),
+    ({"env_id": "mage/KunhPoker-meta-v0"}, "unknown env_id .* .did you mean 'mage/KuhnPoker-meta-v0'"),
+])
+def test_bad_settings_are_refused_when_the_config_is_built(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        apply_overrides(TrainConfig(), overrides)
+
+
+def test_seat_from_a_config_file_may_be_a_number():
+    assert TrainConfig.from_dict({"env": {"seat": 1}}).env.seat == 1
+    assert TrainConfig.from_dict({"env": {"seat": "1"}}).env.seat == "1"
+
+
+def test_unknown_keys_of_a_config_file_suggest_the_closest():
+    with pytest.raises(ValueError, match="in section 'algo' .did you mean 'scope'"):
+        TrainConfig.from_dict({"algo": {"scopes": "global"}})
+    with pytest.raises(ValueError, match="did you mean 'algo'"):
+        TrainConfig.from_dict({"algos": {}})
+
+
+@pytest.mark.parametrize("overrides, message", [
+    ({"single_opponent": "agressive"}, "unknown archetype 'agressive' .* .did you mean 'aggressive'"),
+    ({"population": {"conservatve": 1.0}}, "did you mean 'conservative'"),
+    ({"heldout": ["blufer"]}, "did you mean 'bluffer'"),
+])
+def test_unknown_archetypes_suggest_the_closest(overrides, message):
+    with pytest.raises(ValueError, match=message):
+        population_of(apply_overrides(TrainConfig(), overrides))
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--scope", "globl"], "argument --scope: invalid choice 'globl' (did you mean 'global'?)"),
+    (["--learning-rte", "1"], "unrecognized arguments: --learning-rte (did you mean '--learning-rate'?)"),
+    (["--env-id", "mage/KunhPoker-meta-v0"], "did you mean 'mage/KuhnPoker-meta-v0'?"),
+    (["--single-opponent", "agressive"], "did you mean 'aggressive'?"),
+    (["--seat", "2"], "argument --seat: invalid choice '2'"),
+])
+def test_train_answers_a_misspelling_before_any_work(argv, message, tmp_path, capsys):
+    out = tmp_path / "run"
+    with pytest.raises(SystemExit):
+        main(["train", "--output-dir", str(out), *argv])
+    assert message in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_eval_answers_a_misspelt_env_id_before_loading(tmp_path, capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KunhPoker-meta-v0"])
+    assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err

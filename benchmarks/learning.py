@@ -10,6 +10,7 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``no-memory``       — the control: earlier episodes are not shown (nothing to adapt from);
 * ``std-normalize``   — advantages divided by a per-archetype std (the adopted mean-only off);
 * ``symmetric-clip``  — PPO's symmetric clip (the adopted clip-higher off);
+* ``constant-lr``     — a constant learning rate after warm-up (the adopted cosine decay off);
 * ``previous-default``— both off, at the previous 200 iterations (the release before);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals.
@@ -44,7 +45,8 @@ VARIANTS: dict[str, dict] = {
     "no-memory": {"memory": False},
     "std-normalize": {"std_normalize": True},
     "symmetric-clip": {"clip_high": 0.2},
-    "previous-default": {"std_normalize": True, "clip_high": 0.2, "iterations": 200},
+    "constant-lr": {"schedule": "constant"},
+    "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant", "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
 }
 ROOT = Path(__file__).resolve().parent.parent

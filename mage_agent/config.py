@@ -165,7 +165,8 @@ class AlgoConfig:
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clipping threshold"})
     warmup_iterations: int = field(default=10, metadata={"help": "iterations of linear learning-rate warm-up"})
-    schedule: Schedule = field(default="constant", metadata={"help": "learning rate after warm-up"})
+    schedule: Schedule = field(default="cosine", metadata={
+        "help": "learning rate after warm-up: cosine decays to 0 by the last iteration, constant keeps it"})
 
 
 @dataclass

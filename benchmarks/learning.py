@@ -11,6 +11,7 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``std-normalize``   — advantages divided by a per-archetype std (the adopted mean-only off);
 * ``symmetric-clip``  — PPO's symmetric clip (the adopted clip-higher off);
 * ``constant-lr``     — a constant learning rate after warm-up (the adopted cosine decay off);
+* ``stabilisers-off`` — mean-only advantages alone: symmetric clip, constant rate, 200 iterations;
 * ``previous-default``— both off, at the previous 200 iterations (the release before);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals.
@@ -46,6 +47,7 @@ VARIANTS: dict[str, dict] = {
     "std-normalize": {"std_normalize": True},
     "symmetric-clip": {"clip_high": 0.2},
     "constant-lr": {"schedule": "constant"},
+    "stabilisers-off": {"clip_high": 0.2, "schedule": "constant", "iterations": 200},
     "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant", "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
 }

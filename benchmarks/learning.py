@@ -201,6 +201,9 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
         cells = [f"{row['heldout_first'][a][0]:+.3f} → {_pm(row['heldout_final'][a])} ({row['heldout_share'][a][0]:.2f})"
                  for a in HELDOUT]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    missing = [v for v in VARIANTS if v not in table]
+    if missing:
+        lines += ["", "Not yet run at these defaults: " + ", ".join(f"`{v}`" for v in missing) + "."]
     lines += ["", "![learning](learning.png)", ""]
     path.write_text("\n".join(lines))
 

@@ -6,7 +6,7 @@ reads a YAML file first; flags override it.
 Examples::
 
     mage train                                   # the embedded default, on CPU
-    mage train --output-dir runs/kuhn --iterations 600 --scope global
+    mage train --output-dir runs/kuhn --scope global --group-opponents mixed
     mage train --output-dir runs/kuhn --resume   # continue a killed run
     torchrun --nproc-per-node 4 --no-python mage train --device cuda   # 4 GPUs, data parallel
     mage eval --checkpoint runs/kuhn/checkpoints/iter-000300

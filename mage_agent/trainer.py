@@ -140,11 +140,11 @@ class Trainer:
         for iteration in bar:
             started = time.perf_counter()
             batch = self.collect(iteration)
+            rollout_seconds = time.perf_counter() - started  # the first draw: what tokens_per_second counts
             turns, advantages, diagnostics = self.credit(batch)
             if self.config.algo.dynamic_sampling:
                 turns, advantages, refill = self.refill(iteration, batch, turns, advantages)
                 diagnostics.update(refill)
-            rollout_seconds = time.perf_counter() - started
             stats = self.update(turns, advantages, iteration)
             metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
                                      time.perf_counter() - started)

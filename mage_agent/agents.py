@@ -42,8 +42,12 @@ class PolicyAgent:
         instructions: str = "",
         seed: int = 0,
         name: str = "policy",
+        answer_prefix: str = "",
     ) -> None:
+        """``instructions`` are appended to acting prompts, and ``answer_prefix`` (free text
+        only) starts acting answers; neither touches reflection prompts."""
         self.policy = policy
+        self.answer_prefix = "" if action_tokens else answer_prefix
         self.sampling = sampling
         self.action_tokens = action_tokens
         self.instructions = instructions
@@ -62,11 +66,24 @@ class PolicyAgent:
                 if info.get("phase", "act") == "act" and info.get("legal_actions") else None
                 for info in infos
             ]
-        generations = self.policy.generate(prompts, self.sampling, allowed_ids=allowed, seed=next(self._seeds))
+        generations = self.policy.generate(prompts, self.sampling, allowed_ids=allowed, seed=next(self._seeds),
+                                           prefixes=answer_prefixes(infos, self.answer_prefix))
         return [g.text for g in generations]
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         return self.act_batch([observation], [info])[0]
+
+
+def answer_prefixes(infos: list[dict[str, Any]], prefix: str) -> list[str] | None:
+    """``prefix`` for each acting turn and ``""`` for a reflection; ``None`` without a prefix.
+
+    Example:
+        >>> answer_prefixes([{"phase": "act"}, {"phase": "reflect"}], "<action>")
+        ['<action>', '']
+    """
+    if not prefix:
+        return None
+    return [prefix if info.get("phase", "act") == "act" else "" for info in infos]
 
 
 def react_agent(policy: Policy, sampling: Sampling, seed: int = 0) -> PolicyAgent:

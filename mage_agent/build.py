@@ -81,7 +81,8 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
                             tuple(model_cfg.lora_target_modules))
     keep_reference = config.algo.kl_coef > 0
     if checkpoint is None:
-        return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype)
+        return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype,
+                                      system_prompt=model_cfg.system_prompt)
     tokenizer = AutoTokenizer.from_pretrained(base)
     saved = checkpoint / "model"
     if lora is not None:
@@ -89,10 +90,11 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
 
         adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
                                             is_trainable=True)
-        return Policy(adapted, tokenizer, device=device)
+        return Policy(adapted, tokenizer, device=device, system_prompt=model_cfg.system_prompt)
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
-    return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference)
+    return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference,
+                  system_prompt=model_cfg.system_prompt)
 
 
 def sampling_of(config: TrainConfig) -> Sampling:
@@ -104,7 +106,8 @@ def sampling_of(config: TrainConfig) -> Sampling:
     """
     rollout = config.rollout
     return Sampling(temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
-                    max_new_tokens=rollout.max_new_tokens, batch_size=rollout.generation_batch_size)
+                    max_new_tokens=rollout.max_new_tokens, batch_size=rollout.generation_batch_size,
+                    stop=tuple(rollout.stop))
 
 
 def population_of(config: TrainConfig) -> dict[str, float]:

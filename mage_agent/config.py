@@ -77,6 +77,8 @@ class ModelConfig:
     lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA adapter's input"})
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
                                            metadata={"help": "module names that get a LoRA adapter (JSON list)"})
+    system_prompt: str = field(default="", metadata={
+        "help": "chat models: the system message of every prompt ('' : the chat template's own)"})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', 'cuda:1'..."})
     dtype: Dtype = field(default="auto", metadata={"help": "weights' dtype ('auto': bfloat16 on GPU, float32 on CPU)"})
     activation_checkpointing: bool = field(default=False, metadata={
@@ -132,6 +134,10 @@ class RolloutConfig:
         "help": "prompts per generate call (0: every pending prompt at once)"})
     action_tokens: bool = field(default=True, metadata={
         "help": "sample one token among the legal action names (false: free text)"})
+    answer_prefix: str = field(default="<action>", metadata={
+        "help": "free text: what every acting answer starts with (written for the model; '' for none)"})
+    stop: list[str] = field(default_factory=lambda: ["</action>"], metadata={
+        "help": "free text: an answer ends at the first of these strings (JSON list)"})
 
 
 @dataclass

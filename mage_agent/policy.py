@@ -67,6 +67,9 @@ class Sampling:
     top_k: int = 0
     max_new_tokens: int = 64
     batch_size: int = 0  #: prompts per forward batch (0: all of a call's prompts at once)
+    #: a completion ends once its text contains one of these (kept in the text, which is cut
+    #: right after it), as at the end-of-sequence token
+    stop: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.temperature <= 0:
@@ -77,6 +80,8 @@ class Sampling:
             raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
         if self.batch_size < 0:
             raise ValueError(f"batch_size must be >= 0 (0: all prompts at once), got {self.batch_size}")
+        if any(not text for text in self.stop):
+            raise ValueError("stop strings must be non-empty")
 
 
 @dataclass(frozen=True)
@@ -112,17 +117,21 @@ class Policy:
         device: str | torch.device = "cpu",
         keep_reference: bool = True,
         reference_model: PreTrainedModel | None = None,
+        system_prompt: str = "",
     ) -> None:
         """``lora`` wraps ``model`` in a new adapter; a model that already carries a peft
         adapter (a resumed run) is used as is. Without an adapter the reference policy is
-        ``reference_model``, or a frozen copy of ``model`` when ``keep_reference``."""
+        ``reference_model``, or a frozen copy of ``model`` when ``keep_reference``.
+        ``system_prompt`` (chat models) is every prompt's system message; empty: the chat
+        template's own default."""
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
+        self.system_prompt = system_prompt
         self.device = torch.device(device)
-        # caches of the (fixed) tokenizer: prompt -> ids, word -> its single token id or None, ids -> text
+        # caches of the (fixed) tokenizer: prompt -> ids, word -> its ids, ids -> text
         self._prompt_ids: dict[str, tuple[int, ...]] = {}
-        self._word_ids: dict[str, int | None] = {}
+        self._word_ids: dict[str, tuple[int, ...]] = {}
         self._texts: dict[tuple[int, ...], str] = {}
         if lora is not None:
             from peft import LoraConfig, get_peft_model
@@ -147,7 +156,7 @@ class Policy:
     @classmethod
     def from_pretrained(
         cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True,
-        dtype: torch.dtype | None = None,
+        dtype: torch.dtype | None = None, system_prompt: str = "",
     ) -> Policy:
         """Load a local path, a hub id or an embedded model's name (``smollm2-135m``, see
         :mod:`mage_agent.pretrained`); ``dtype`` defaults to :func:`default_dtype`."""
@@ -157,7 +166,8 @@ class Policy:
         dtype = default_dtype(device) if dtype is None else dtype
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
-        return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference)
+        return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference,
+                   system_prompt=system_prompt)
 
     # ------------------------------------------------------------------ prompts
     def encode_prompt(self, prompt: str) -> list[int]:
@@ -175,28 +185,32 @@ class Policy:
                 new = list(dict.fromkeys(prompts))
             texts = new
             if getattr(self.tokenizer, "chat_template", None):  # rendered, then tokenised like any text
-                texts = [cast(str, self.tokenizer.apply_chat_template([{"role": "user", "content": prompt}],
-                                                                      add_generation_prompt=True, tokenize=False))
+                system = [{"role": "system", "content": self.system_prompt}] if self.system_prompt else []
+                texts = [cast(str, self.tokenizer.apply_chat_template(
+                    [*system, {"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False))
                          for prompt in new]
             encoded = self.tokenizer(texts, add_special_tokens=False)["input_ids"]
             cache.update(zip(new, map(tuple, encoded)))
         return [list(cache[p]) for p in prompts]
 
-    def single_token_ids(self, words: Sequence[str]) -> list[int] | None:
-        """The token id of each word if every word is exactly one token, else ``None``."""
+    def encode_words(self, words: Sequence[str]) -> list[tuple[int, ...]]:
+        """Token ids of each word, without special tokens (remembered, up to :data:`CACHE_LIMIT`)."""
         cache = self._word_ids
-        ids = []
+        encoded = []
         for word in words:
             if word not in cache:
                 if len(cache) >= CACHE_LIMIT:
                     cache.clear()
-                tokens = self.tokenizer(word, add_special_tokens=False)["input_ids"]
-                cache[word] = tokens[0] if len(tokens) == 1 else None
-            token = cache[word]
-            if token is None:
-                return None
-            ids.append(token)
-        return ids
+                cache[word] = tuple(self.tokenizer(word, add_special_tokens=False)["input_ids"])
+            encoded.append(cache[word])
+        return encoded
+
+    def single_token_ids(self, words: Sequence[str]) -> list[int] | None:
+        """The token id of each word if every word is exactly one token, else ``None``."""
+        encoded = self.encode_words(words)
+        if any(len(tokens) != 1 for tokens in encoded):
+            return None
+        return [tokens[0] for tokens in encoded]
 
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` without special tokens (remembered, up to :data:`CACHE_LIMIT`)."""
@@ -216,18 +230,35 @@ class Policy:
         sampling: Sampling,
         allowed_ids: Sequence[list[int] | None] | None = None,
         seed: int | None = None,
+        prefixes: Sequence[str] | None = None,
     ) -> list[Generation]:
         """Sample one completion per prompt, ``sampling.batch_size`` prompts per batch (0: all
-        in one), left-padded and KV-cached."""
+        in one), left-padded and KV-cached.
+
+        ``prefixes`` start the answers (``"<action>"`` puts a small model on the answer
+        format): each is appended to its prompt's tokens after the chat template, so it is
+        part of ``prompt_ids`` (conditioned on, never scored), and begins ``text``."""
         if not prompts:
             return []
         generator = torch.Generator(device=self.device)
         generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item()))
         encoded = self.encode_prompts(prompts)
+        if prefixes is not None:
+            encoded = [ids + self.encode_prefix(prefix) for ids, prefix in zip(encoded, prefixes, strict=True)]
         size = sampling.batch_size or len(prompts)
-        return [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(
+        generations = [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(
             encoded[start:start + size], sampling, None if allowed_ids is None else allowed_ids[start:start + size],
             generator)]
+        if prefixes is not None:
+            for generation, prefix in zip(generations, prefixes):
+                generation.text = prefix + generation.text
+        return generations
+
+    def encode_prefix(self, prefix: str) -> list[int]:
+        """Token ids of an answer prefix (no special tokens; remembered like a word)."""
+        if not prefix:
+            return []
+        return list(self.encode_words([prefix])[0])
 
     def _generate_batch(self, encoded: list[list[int]], sampling: Sampling,
                         allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
@@ -241,6 +272,7 @@ class Policy:
         past, logits = out[cache_key], out.logits[:, -1, :]
         eos = self.tokenizer.eos_token_id
         finished = [False] * len(encoded)
+        stopped = [False] * len(encoded)
         tokens: list[list[int]] = [[] for _ in encoded]
         logprobs: list[list[float]] = [[] for _ in encoded]
         for step in range(sampling.max_new_tokens):
@@ -251,7 +283,8 @@ class Policy:
                 if not finished[row]:
                     tokens[row].append(sampled)
                     logprobs[row].append(logprob)
-                    finished[row] = sampled == eos
+                    stopped[row] = bool(sampling.stop) and self._stop_at(tokens[row], sampling.stop) is not None
+                    finished[row] = sampled == eos or stopped[row]
             if all(finished) or step == sampling.max_new_tokens - 1:
                 break
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
@@ -261,12 +294,25 @@ class Policy:
             past, logits = out[cache_key], out.logits[:, -1, :]
         results = []
         for row in range(len(encoded)):
-            ended = bool(tokens[row]) and tokens[row][-1] == eos
+            ended = stopped[row] or (bool(tokens[row]) and tokens[row][-1] == eos)
             text = self.decode(tokens[row])
+            if stopped[row]:
+                text = text[:self._stop_at(tokens[row], sampling.stop)]
             truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
             results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
                                       None if allowed_ids is None else allowed_ids[row]))
         return results
+
+    def _stop_at(self, tokens: list[int], stop: tuple[str, ...]) -> int | None:
+        """Where the text of ``tokens`` ends if it contains a stop string (the end of the
+        first one), else ``None``. Only the tail that the last token can have completed is
+        searched each step, so the check stays cheap."""
+        tail = self.tokenizer.decode(tokens[-(max(map(len, stop)) + 1):], skip_special_tokens=True)
+        if not any(s in tail for s in stop):
+            return None
+        text = self.decode(tokens)
+        ends = [text.find(s) + len(s) for s in stop if s in text]
+        return min(ends) if ends else None
 
     def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(s) for s in sequences)

@@ -32,6 +32,7 @@ import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the environments)
 
+from .agents import answer_prefixes
 from .policy import Policy, Sampling
 
 #: The archetype label of every turn in a single-agent task (one normalisation scope).
@@ -118,8 +119,10 @@ class RolloutRunner:
         sampling: Sampling,
         action_tokens: bool = False,
         seed: int = 0,
+        answer_prefix: str = "",
     ) -> RolloutBatch:
-        """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``."""
+        """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``.
+        ``answer_prefix`` (free text only) starts every acting answer."""
         count = len(groups) * group_size
         if count != len(self.envs):
             raise ValueError(f"{len(groups)} groups x {group_size} copies != {len(self.envs)} envs")
@@ -143,6 +146,7 @@ class RolloutRunner:
             generations = policy.generate(
                 [observations[i] for i in active], sampling,
                 allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
+                prefixes=None if action_tokens else answer_prefixes([infos[i] for i in active], answer_prefix),
             )
             turn_index += 1
             still_active = []

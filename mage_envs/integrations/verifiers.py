@@ -124,22 +124,27 @@ class MageEnv(vf.Env[MageEnvConfig]):
                     if done:
                         break
                     segment = await interaction.turn(observation)
-            # A run cut short (a turn or token limit) is played out with empty answers, so the
-            # env's invalid-action policy scores it: not answering must not pay better than losing.
-            while not done:
-                _, _, terminated, truncated, info = env.step("")
-                forfeited += 1
-                done = terminated or truncated
+                # A run cut short (a turn or token limit) is played out with empty answers, so the
+                # env's invalid-action policy scores it: not answering must not pay better than losing.
+                while not done:
+                    _, _, terminated, truncated, info = env.step("")
+                    forfeited += 1
+                    done = terminated or truncated
+                # Scored before the exchange closes, so the rollout's own log line reports the reward.
+                record_scores(interaction.trace, info, forfeited)
         finally:
             env.close()
-        trace = interaction.trace
-        returns = [float(value) for value in info["episode_returns"]]
-        trace.record_reward("final_episode_return", returns[-1])
-        for n, (value, previous) in enumerate(zip(returns, [0.0, *returns]), start=1):
-            trace.record_metric(f"episode_{n}_return", value)
-            trace.record_metric(f"episode_{n}_differential", value - previous)
-        trace.info["episode_outcomes"] = list(info["episode_outcomes"])
-        trace.info["forfeited_turns"] = forfeited
+
+
+def record_scores(trace: Any, info: dict[str, Any], forfeited: int) -> None:
+    """Record a finished meta-episode's reward, metrics and outcomes (see the module docstring) on ``trace``."""
+    returns = [float(value) for value in info["episode_returns"]]
+    trace.record_reward("final_episode_return", returns[-1])
+    for n, (value, previous) in enumerate(zip(returns, [0.0, *returns]), start=1):
+        trace.record_metric(f"episode_{n}_return", value)
+        trace.record_metric(f"episode_{n}_differential", value - previous)
+    trace.info["episode_outcomes"] = list(info["episode_outcomes"])
+    trace.info["forfeited_turns"] = forfeited
 
 
 def load_environment(env_id: str = "mage/KuhnPoker-meta-v0", first_seed: int = 0, **env_kwargs: Any) -> MageEnv:

@@ -253,6 +253,8 @@ def main() -> None:
     parser.add_argument("--summarise-only", action="store_true",
                         help="do not train: tabulate the runs already evaluated in --output-dir")
     parser.add_argument("--docs", action="store_true", help="also write docs/learning.md and docs/learning.png")
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "learning.json",
+                        help="where the table goes (JSON)")
     args = parser.parse_args()
     for name, overrides in args.extra_variant:
         VARIANTS[name] = json.loads(overrides)
@@ -271,9 +273,8 @@ def main() -> None:
 
     nonadaptive = best_nonadaptive_value("kuhn_poker", TRAINING).value
     table = summarise(results)
-    out = ROOT / "benchmarks" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "learning.json").write_text(json.dumps({"args": vars(args), "table": table}, indent=1))
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps({"args": vars(args), "table": table}, indent=1, default=str))
     if args.docs:
         write_docs(table, iterations, nonadaptive, ROOT / "docs" / "learning.md")
         plot(table, ROOT / "docs" / "learning.png")

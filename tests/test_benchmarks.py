@@ -1,5 +1,6 @@
 """The benchmarks run end to end on a tiny budget (their numbers live in docs)."""
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -26,3 +27,36 @@ def test_scoring_memory_compares_both_variants_on_the_same_log_probs():
     sums = [float(line.rsplit("log-prob sum", 1)[1]) for line in done.stdout.splitlines() if "log-prob sum" in line]
     assert len(sums) == 2 and sums[0] == pytest.approx(sums[1], rel=1e-4) and sums[0] < 0
     assert "memory ratio plain/policy:" in done.stdout
+
+
+def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):
+    pytest.importorskip("torch")
+    script = SCRIPT.parent / "learning.py"
+    results = tmp_path / "learning.json"
+    command = [sys.executable, str(script), "--seeds", "0", "--iterations", "2", "--variants", "mage", "cumulative",
+               "--jobs", "1", "--output-dir", str(tmp_path / "runs"), "--results", str(results)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    table = json.loads(results.read_text())["table"]
+    assert set(table) >= {"mage", "cumulative"}
+    for variant in ("mage", "cumulative"):
+        report = json.loads((tmp_path / "runs" / f"{variant}-s0" / "eval.json").read_text())
+        for style in ("conservative", "aggressive", "intermediate", "bluffer", "calling-station", "maniac"):
+            result = report["opponents"][style]
+            assert result["meta_episodes"] == 300 and len(result["mean_return_by_episode"]) == 3
+            assert result["instance_optimal_value"] is not None  # the ceiling on the very instances played
+    again = subprocess.run(command + ["--summarise-only"], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0 and json.loads(results.read_text())["table"] == table  # nothing retrained
+
+
+def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):
+    pytest.importorskip("torch")
+    output = tmp_path / "capacity.json"
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "capacity.py"), "--steps", "3", "--batch", "8",
+                           "--output", str(output)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(output.read_text())
+    assert result["turns"] > 0 and result["prompts"] <= result["turns"]
+    assert set(result["styles"]) == {"conservative", "aggressive", "intermediate"}
+    for style in result["styles"].values():
+        assert style["ceiling"] > 0 and style["share"] == pytest.approx(style["final"] / style["ceiling"])

@@ -112,7 +112,8 @@ def evaluate_policy(
 
     if agent is None:
         agent = PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
-                            seed=config.run.eval_seed, name=name, answer_prefix=config.rollout.answer_prefix)
+                            seed=config.run.eval_seed, name=name, answer_prefix=config.rollout.answer_prefix,
+                            answer_question=config.rollout.answer_question)
     kwargs = env_kwargs(config)
     opponents = kwargs.get("opponent")
     report = evaluate(agent, config.env.env_id, opponents=opponents, meta_episodes=config.run.eval_meta_episodes,

@@ -136,6 +136,8 @@ class RolloutConfig:
         "help": "sample one token among the legal action names (false: free text)"})
     answer_prefix: str = field(default="<action>", metadata={
         "help": "free text: what every acting answer starts with (written for the model; '' for none)"})
+    answer_question: bool = field(default=True, metadata={
+        "help": "free text: close acting prompts with 'Which action do you choose: a or b?'"})
     stop: list[str] = field(default_factory=lambda: ["</action>"], metadata={
         "help": "free text: an answer ends at the first of these strings (JSON list)"})
 

@@ -32,7 +32,7 @@ import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the environments)
 
-from .agents import answer_prefixes
+from .agents import answer_prefixes, with_question
 from .policy import Policy, Sampling
 
 #: The archetype label of every turn in a single-agent task (one normalisation scope).
@@ -120,9 +120,11 @@ class RolloutRunner:
         action_tokens: bool = False,
         seed: int = 0,
         answer_prefix: str = "",
+        answer_question: bool = False,
     ) -> RolloutBatch:
         """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``.
-        ``answer_prefix`` (free text only) starts every acting answer."""
+        In free text, ``answer_question`` closes acting prompts with
+        :data:`~mage_agent.agents.ANSWER_QUESTION` and ``answer_prefix`` starts the answers."""
         count = len(groups) * group_size
         if count != len(self.envs):
             raise ValueError(f"{len(groups)} groups x {group_size} copies != {len(self.envs)} envs")
@@ -143,8 +145,11 @@ class RolloutRunner:
         turn_index = 0
         while active:
             allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
+            prompts = [observations[i] for i in active]
+            if answer_question and not action_tokens:
+                prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
             generations = policy.generate(
-                [observations[i] for i in active], sampling,
+                prompts, sampling,
                 allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
                 prefixes=None if action_tokens else answer_prefixes([infos[i] for i in active], answer_prefix),
             )

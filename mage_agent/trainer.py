@@ -180,7 +180,7 @@ class Trainer:
         groups = groups[start:stop]
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
                                    action_tokens=rollout.action_tokens, seed=base + start,
-                                   answer_prefix=rollout.answer_prefix)
+                                   answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question)
 
     def credit(self, batch: RolloutBatch) -> tuple[list[Turn], np.ndarray, dict[str, float]]:
         """Stages 2-3: discounted per-turn returns, then group-relative advantages, with the

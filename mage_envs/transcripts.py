@@ -89,3 +89,17 @@ class Transcript:
             handle.flush()
             os.fsync(handle.fileno())
         self.finished[(record["opponent"], int(record["index"]))] = record
+
+
+def start_transcript(path: str | Path, resume: bool = False, overwrite: bool = False) -> Path:
+    """``path`` for a command-line evaluation: an earlier transcript there is continued
+    (``resume``), removed (``overwrite``), or refused with :class:`FileExistsError`."""
+    path = Path(path)
+    if resume and overwrite:
+        raise ValueError("--resume continues the transcript and --overwrite removes it: pass one")
+    if path.exists() and path.stat().st_size and not resume:
+        if not overwrite:
+            raise FileExistsError(f"{path} holds an earlier evaluation: pass --resume to continue it "
+                                  "(its finished meta-episodes are not replayed) or --overwrite to start over")
+        path.unlink()
+    return path

@@ -99,7 +99,10 @@ class OpenAIChatAgent:
         system_prompt: str | None = None,
         name: str | None = None,
     ) -> None:
-        import httpx  # noqa: F401  (fail here, with the extra to install, not at the first request)
+        try:
+            import httpx  # noqa: F401  (fail here, not at the first request)
+        except ImportError as error:
+            raise ImportError(f"OpenAIChatAgent needs httpx ({error}): pip install 'mage-rl[api]'") from error
 
         if prompting not in INSTRUCTIONS:
             raise ValueError(f"unknown prompting {prompting!r}; choose from {', '.join(INSTRUCTIONS)}")

@@ -283,13 +283,14 @@ class _Recorder:
     def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
              info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
         """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` in ``phase``, and what it returned."""
+        # a meta env that starts the next episode at once reports this step's own info beside it
+        invalid = info.get("finished_episode_info", info).get("invalid_action")
         if phase == "act":
             self.act_steps[j] += 1
-            self.invalid_steps[j] += info.get("invalid_action") is not None
+            self.invalid_steps[j] += invalid is not None
         if self.steps is not None:
             self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
-                                                 "reward": float(reward), "invalid_action": info.get("invalid_action"),
-                                                 "usage": usage})
+                                                 "reward": float(reward), "invalid_action": invalid, "usage": usage})
         finished = info.get("episode_returns")
         if finished is None:  # a single-episode env
             self._single_return[j] += float(reward)

@@ -118,3 +118,16 @@ def test_more_meta_episodes_extend_a_transcript(tmp_path):
     agent = PromptHashAgent()
     assert run(agent, path, meta_episodes=24) == run(PromptHashAgent(), meta_episodes=24)
     assert len(path.read_text().splitlines()) == 2 * 24
+
+
+def test_an_invalid_answer_that_ends_an_episode_is_counted(tmp_path):
+    class Mute:
+        def __call__(self, observation, info):
+            return "no tag"
+
+    path = tmp_path / "transcript.jsonl"
+    report = evaluate(Mute(), ENV, opponents=["aggressive"], meta_episodes=2, seed=0, progress=False, transcript=path)
+    assert report.opponents["aggressive"].invalid_action_rate == 1.0  # forfeits in episodes 1 and 2 included
+    steps = json.loads(path.read_text().splitlines()[0])["steps"]
+    applied = [s["invalid_action"]["applied"] for s in steps if s["phase"] == "act"]
+    assert applied == ["retry", "retry", "forfeit"] * 3

@@ -41,7 +41,9 @@ class BatchAgent(Protocol):
     """An agent that answers many prompts in one call (e.g. one batched ``generate``).
 
     An agent may also keep ``last_usage``, a list with the token usage of each answer of
-    its last call (``None`` where unknown); transcripts record it.
+    its last call (``None`` where unknown), which transcripts record, and ``settings``, a
+    dict of what shapes its answers (model, temperature...), which a transcript must match
+    to be resumed.
     """
 
     def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
@@ -158,8 +160,8 @@ def evaluate(
     ``transcript``: a JSONL file that each finished meta-episode is appended to; the
     meta-episodes already in it are read back, not played, so a rerun after a kill ends
     with the report an uninterrupted run gives (for an agent whose answers depend only on
-    its prompts). A record with other settings (env, seed, ``env_kwargs``, agent name,
-    stratification or instance) raises ``ValueError``.
+    its prompts). A record with other settings (env, seed, ``env_kwargs``, agent name or
+    ``settings``, stratification or instance) raises ``ValueError``.
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
@@ -185,7 +187,8 @@ def evaluate(
     log = None
     if transcript is not None:
         log = Transcript(transcript, {"env_id": env_id, "seed": seed, "env_kwargs": env_kwargs, "agent": report.agent,
-                                      "num_episodes": num_episodes, "stratified": report.stratified})
+                                      "agent_settings": getattr(named, "settings", None), "num_episodes": num_episodes,
+                                      "stratified": report.stratified})
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}

@@ -231,6 +231,9 @@ def test_an_interrupted_evaluation_keeps_what_was_played_and_resumes(proxy_to, s
     lines = transcript.read_text().splitlines()
     assert lines[0] == first.strip() and [json.loads(line)["index"] for line in lines] == [0, 1]
     assert healthy.requests == len(json.loads(lines[1])["steps"])  # meta-episode 0 was not replayed
+    other = OpenAIChatAgent(served_model[1], healthy.url, max_tokens=16)
+    with pytest.raises(ValueError, match="other settings.*agent_settings"):  # another budget: not mixed in
+        evaluate(other, **settings)
 
 
 def test_mage_eval_agent_openai(served_model, tmp_path, capsys):

@@ -129,6 +129,13 @@ class OpenAIChatAgent:
         self.last_usage: list[dict[str, Any] | None] = []
         self._jitter = random.Random(seed)
 
+    @property
+    def settings(self) -> dict[str, Any]:
+        """What shapes the answers, checked when a transcript is resumed (not the URL: a
+        restarted server may listen elsewhere; never the key)."""
+        return {"model": self.model, "temperature": self.temperature, "max_tokens": self.max_tokens,
+                "stop": self.stop, "seed": self.seed, "prompting": self.prompting, "system_prompt": self.system_prompt}
+
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         return self.act_batch([observation], [info])[0]
 

@@ -14,8 +14,8 @@ Example (a port with nothing listening: the error names the URL and the cause):
     >>> try:
     ...     agent("Legal actions: check, bet", {"phase": "act"})
     ... except APIError as error:
-    ...     print(str(error).split(":")[0] + ":" + str(error).split(":")[1] + ":" + str(error).split(":")[2])
-    POST http://127.0.0.1:9/v1/chat/completions failed after 2 attempts
+    ...     print(error)  # doctest: +ELLIPSIS
+    POST http://127.0.0.1:9/v1/chat/completions failed after 2 attempts: ... (ConnectError)
 """
 
 from __future__ import annotations
@@ -161,7 +161,14 @@ class OpenAIChatAgent:
                 async with limit:
                     return await self._complete(client, prompt)
 
-            return list(await asyncio.gather(*(one(p) for p in prompts)))
+            tasks = [asyncio.ensure_future(one(p)) for p in prompts]
+            try:
+                return list(await asyncio.gather(*tasks))
+            except BaseException:  # one prompt failed for good: stop the others before the client closes
+                for task in tasks:
+                    task.cancel()
+                await asyncio.gather(*tasks, return_exceptions=True)
+                raise
 
     async def _complete(self, client: Any, prompt: str) -> tuple[str, dict[str, Any] | None]:
         """One prompt's answer and usage, retried on the failures listed in the module docstring."""

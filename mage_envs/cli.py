@@ -68,13 +68,17 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
 def _agent_arguments(name: str, args: argparse.Namespace) -> dict[str, Any]:
     """``evaluate`` keyword arguments for a reference agent or the API agent."""
     if name == "random":
-        return {"agent": RandomLegalAgent(seed=args.seed or 0)}
+        return {"agent": RandomLegalAgent(seed=_given(args.seed, 0))}
     if name == "best-response":
         return {"agent": None, "make_agent": BestResponseAgent}
     return {"agent": OpenAIChatAgent(
         args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature,
-        max_tokens=args.max_tokens or 256, stop=args.stop, timeout=args.timeout, retries=args.retries,
+        max_tokens=_given(args.max_tokens, 256), stop=args.stop, timeout=args.timeout, retries=args.retries,
         concurrency=args.concurrency, prompting=args.prompting or "plain")}
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value
 
 
 def _agents_of(args: argparse.Namespace) -> list[str]:
@@ -116,8 +120,8 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         report = evaluate(
             env_id=args.env or DEFAULT_ENV,
             opponents=opponents or "all",
-            meta_episodes=args.meta_episodes or 200,
-            seed=args.seed or 0,
+            meta_episodes=_given(args.meta_episodes, 200),
+            seed=_given(args.seed, 0),
             env_kwargs=kwargs,
             oracle=not args.no_oracle,
             progress=not args.quiet,

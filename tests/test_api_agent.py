@@ -335,3 +335,21 @@ def test_reflexion_prompting_adds_its_instructions_to_acting_prompts_only():
     assert agent.messages("p") == [{"role": "user", "content": "p"}]
     with pytest.raises(ValueError, match="unknown prompting"):
         OpenAIChatAgent("m", prompting="cot")
+
+
+def test_one_eval_help_shows_every_flag_once(capsys):
+    with pytest.raises(SystemExit):
+        main(["eval", "--help"])
+    text = capsys.readouterr().out
+    for flag in ("--agent", "--model MODEL, --checkpoint MODEL", "--base-url", "--api-key-env", "--concurrency",
+                 "--meta-episodes", "--output-dir", "--prompting", "--resume", "--retries", "--timeout"):
+        assert text.count(flag + " ") + text.count(flag + "\n") >= 1, flag
+    assert "random,best-response,policy,react,reflexion,openai" in text and text.count("--output-dir OUTPUT_DIR") == 2
+
+
+def test_a_local_model_without_torch_says_what_to_install(monkeypatch, capsys, tmp_path):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "mage_agent", None)  # as if the [agent] extra were not installed
+    assert main(["eval", "--agent", "react", "--model", "smollm2-135m", "--output-dir", str(tmp_path)]) == 2
+    assert 'pip install -e ".[agent]"' in capsys.readouterr().err

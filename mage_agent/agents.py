@@ -19,16 +19,9 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from .policy import Policy, Sampling
+from mage_envs.agents.prompting import REACT_INSTRUCTIONS, REFLEXION_INSTRUCTIONS
 
-REACT_INSTRUCTIONS = (
-    "\n\nFirst think step by step about the situation in at most three sentences, "
-    "starting with 'Thought:'. Then give your move as <action>NAME</action>."
-)
-REFLEXION_INSTRUCTIONS = (
-    "\n\nUse the memory of earlier episodes above: what does it tell you about this opponent? "
-    "Think briefly, then give your move as <action>NAME</action>."
-)
+from .policy import Policy, Sampling
 
 
 class PolicyAgent:

@@ -1,4 +1,4 @@
-"""``mage train`` and ``mage eval --checkpoint``: the trainer's command line.
+"""``mage train`` and ``mage eval --agent policy|react|reflexion``: the trainer's side of the command line.
 
 Every config field is a flag (``--gamma-traj 0.6``, ``--scope global``); ``--config``
 reads a YAML file first; flags override it.
@@ -9,7 +9,7 @@ Examples::
     mage train --output-dir runs/kuhn --scope global --group-opponents mixed
     mage train --output-dir runs/kuhn --resume   # continue a killed run
     torchrun --nproc-per-node 4 --no-python mage train --device cuda   # 4 GPUs, data parallel
-    mage eval --checkpoint runs/kuhn/checkpoints/iter-000300
+    mage eval --model runs/kuhn/checkpoints/iter-000300   # mage_envs.cli parses it, evaluate_model runs it
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from typing import Any, Callable, Sequence
 
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
+from mage_envs.transcripts import start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, population_of, sampling_of
@@ -101,13 +102,14 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 
 def evaluate_policy(
     policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
-    verbose: bool = True,
+    verbose: bool = True, opponents: str | list[str] | None = None, transcript: Path | None = None,
 ) -> dict:
-    """Evaluate on the training and held-out archetypes; write ``path`` (JSON) and a PNG,
-    and print the table unless ``verbose`` is false.
+    """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
+    (JSON) and a PNG, and print the table unless ``verbose`` is false.
 
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
-    baselines pass theirs."""
+    baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
+    :func:`~mage_envs.evaluation.evaluate` appends to and resumes from."""
     from mage_envs.oracle import best_nonadaptive_value
 
     if agent is None:
@@ -115,10 +117,10 @@ def evaluate_policy(
                             seed=config.run.eval_seed, name=name, answer_prefix=config.rollout.answer_prefix,
                             answer_question=config.rollout.answer_question)
     kwargs = env_kwargs(config)
-    opponents = kwargs.get("opponent")
-    report = evaluate(agent, config.env.env_id, opponents=opponents, meta_episodes=config.run.eval_meta_episodes,
-                      seed=config.run.eval_seed, env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"},
-                      progress=progress, agent_name=name)
+    report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
+                      meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
+                      env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
+                      agent_name=name, transcript=transcript)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
@@ -183,46 +185,52 @@ def train_main(argv: Sequence[str]) -> int:
     return 0
 
 
-def eval_main(argv: Sequence[str]) -> int:
-    """``mage eval --checkpoint DIR [--agent policy|react|reflexion]``."""
-    parser = argparse.ArgumentParser(prog="mage eval", description="Evaluate a checkpoint or a model.")
-    parser.add_argument("--checkpoint", "--model", dest="checkpoint", required=True,
-                        help="a checkpoint folder (.../checkpoints/iter-N), a local model path or a hub id")
-    parser.add_argument("--env", default=None, help="environment id (default: the checkpoint's, else KuhnPoker-meta)")
-    parser.add_argument("--agent", choices=["policy", "react", "reflexion"], default="policy")
-    parser.add_argument("--meta-episodes", type=int, default=None)
-    parser.add_argument("--max-new-tokens", type=int, default=None, help="generation budget per answer")
-    parser.add_argument("--output", default=None, help="where eval.json goes (default: next to the checkpoint)")
-    parser.add_argument("--quiet", action="store_true")
-    args = parser.parse_args(argv)
-    if args.env is not None:  # a misspelt id fails here, before the model loads
-        try:
-            apply_overrides(TrainConfig(), {"env_id": args.env})
-        except ValueError as error:
-            parser.error(str(error))
-    folder = Path(args.checkpoint)
+def evaluate_model(
+    model: str,
+    agent: str = "policy",
+    env_id: str | None = None,
+    opponents: str | list[str] | None = None,
+    meta_episodes: int | None = None,
+    seed: int | None = None,
+    env_options: dict[str, Any] | None = None,
+    max_new_tokens: int | None = None,
+    output_dir: str | Path | None = None,
+    resume: bool = False,
+    overwrite: bool = False,
+    progress: bool = True,
+) -> dict:
+    """``mage eval --agent policy|react|reflexion --model MODEL``: evaluate a checkpoint or a model.
+
+    ``model`` is a checkpoint folder (``.../checkpoints/iter-N``, evaluated with its run's
+    settings), a local model path, a hub id or ``smollm2-135m``. Every other argument
+    overrides the checkpoint's setting when given. ``eval_<agent>.json`` and
+    ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
+    else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
+    with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`).
+    """
+    folder = Path(model)
     state_file = folder / "state.json"
-    if state_file.exists():
+    checkpoint = state_file.exists()
+    run_dir = folder.parent.parent if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"
+    output = Path(output_dir) if output_dir is not None else run_dir if checkpoint else Path("runs") / "eval"
+    transcript = start_transcript(output / f"transcript_{agent}.jsonl", resume, overwrite)  # before the model loads
+    if checkpoint:
         config = TrainConfig.from_dict(json.loads(state_file.read_text())["config"])
-        run_dir = folder.parent.parent
         policy = build_policy(config, run_dir, folder)
     else:
-        config = apply_overrides(TrainConfig(), {"name_or_path": args.checkpoint, "action_tokens": False,
+        config = apply_overrides(TrainConfig(), {"name_or_path": model, "action_tokens": False,
                                                  "max_new_tokens": 128, "prompt_style": "full"})
-        run_dir = folder if folder.is_dir() else Path("runs") / "eval"
         policy = build_policy(config, run_dir)
-    if args.meta_episodes is not None:
-        config = apply_overrides(config, {"eval_meta_episodes": args.meta_episodes})
-    if args.env is not None:
-        config = apply_overrides(config, {"env_id": args.env})
-    if args.max_new_tokens is not None:
-        config = apply_overrides(config, {"max_new_tokens": args.max_new_tokens})
-    if args.agent != "policy":
-        config = apply_overrides(config, {"action_tokens": False, "reflection": args.agent == "reflexion"})
-    output = Path(args.output) if args.output else run_dir / f"eval_{args.agent}.json"
-    agent = None
-    if args.agent != "policy":
-        builder = react_agent if args.agent == "react" else reflexion_agent
-        agent = builder(policy, sampling_of(config), seed=config.run.eval_seed)
-    evaluate_policy(policy, config, output, args.agent, progress=not args.quiet, agent=agent)
-    return 0
+    overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,
+                                 "max_new_tokens": max_new_tokens}
+    if env_options:
+        overrides["env_options"] = {**config.env.env_options, **env_options}
+    if agent != "policy":
+        overrides.update(action_tokens=False, reflection=agent == "reflexion")
+    config = apply_overrides(config, {k: v for k, v in overrides.items() if v is not None})
+    player = None
+    if agent != "policy":
+        builder = react_agent if agent == "react" else reflexion_agent
+        player = builder(policy, sampling_of(config), seed=config.run.eval_seed)
+    return evaluate_policy(policy, config, output / f"eval_{agent}.json", agent, progress=progress, agent=player,
+                           opponents=opponents, transcript=transcript)

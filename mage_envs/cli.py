@@ -6,13 +6,15 @@ Examples::
     mage opponents kuhn_poker
     mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
-    mage eval --checkpoint runs/kuhn/checkpoints/iter-000300
+    mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
+    mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
 """
 
 from __future__ import annotations
 
 import argparse
+import difflib
 import json
 import os
 import sys
@@ -21,11 +23,19 @@ from typing import Any, Sequence
 
 import gymnasium as gym
 
+from .agents.openai_chat import APIError, OpenAIChatAgent
+from .agents.prompting import INSTRUCTIONS
 from .evaluation import evaluate
 from .opponents.registry import archetype, list_opponents
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
+from .transcripts import start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
+#: ``mage eval --agent`` choices: reference agents, local models (mage_agent, torch), API models.
+AGENTS = ("random", "best-response", "policy", "react", "reflexion", "openai")
+MODEL_AGENTS = ("policy", "react", "reflexion")
+DEFAULT_ENV = "mage/KuhnPoker-meta-v0"
+DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
 def _parse_kwargs(pairs: Sequence[str]) -> dict[str, object]:
@@ -55,33 +65,97 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_arguments(name: str, seed: int) -> dict[str, Any]:
-    """``evaluate`` keyword arguments for a built-in agent name."""
+def _agent_arguments(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    """``evaluate`` keyword arguments for a reference agent or the API agent."""
     if name == "random":
-        return {"agent": RandomLegalAgent(seed=seed)}
-    return {"agent": None, "make_agent": BestResponseAgent}
+        return {"agent": RandomLegalAgent(seed=_given(args.seed, 0))}
+    if name == "best-response":
+        return {"agent": None, "make_agent": BestResponseAgent}
+    return {"agent": OpenAIChatAgent(
+        args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature,
+        max_tokens=_given(args.max_tokens, 256), stop=args.stop, timeout=args.timeout, retries=args.retries,
+        concurrency=args.concurrency, prompting=args.prompting or "plain")}
+
+
+def _given(value: int | None, default: int) -> int:
+    return default if value is None else value
+
+
+def _agents_of(args: argparse.Namespace) -> list[str]:
+    """The agents to evaluate (default: policy for a model, openai for a URL, else the reference agents)."""
+    if args.agent:
+        agents = list(args.agent)
+    elif args.base_url:
+        agents = ["openai"]
+    else:
+        agents = ["policy"] if args.model else ["random", "best-response"]
+    if args.model is None and any(a in MODEL_AGENTS or a == "openai" for a in agents):
+        raise ValueError(f"--agent {'/'.join(a for a in agents if a in (*MODEL_AGENTS, 'openai'))} needs --model: "
+                         "a checkpoint folder, a local path, a hub id or smollm2-135m (openai: the name the server "
+                         "serves, listed by GET <base-url>/models)")
+    if args.prompting and agents != ["openai"]:
+        raise ValueError("--prompting applies to --agent openai only (the local models have --agent react/reflexion)")
+    if args.env is not None and args.env not in gym.registry:  # a misspelt id fails before a model loads
+        close = difflib.get_close_matches(args.env, [i for i in gym.registry if i.startswith("mage/")], n=1)
+        raise ValueError(f"unknown environment id {args.env!r}" + (f"; did you mean {close[0]!r}?" if close else
+                                                                    " (`mage envs` lists them)"))
+    return agents
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     env_kwargs = _parse_kwargs(args.env_kwarg)
-    opponents = args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(",")
-    output = Path(args.output_dir)
-    for agent_name in args.agent:
+    opponents = None if args.opponents is None else (
+        args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(","))
+    for agent_name in _agents_of(args):
+        if agent_name in MODEL_AGENTS:
+            _evaluate_model(agent_name, args, opponents, env_kwargs)
+            continue
+        kwargs = dict(env_kwargs)
+        if agent_name == "openai" and args.prompting == "reflexion":
+            kwargs.setdefault("reflection", True)  # Reflexion consults the reflections of earlier episodes
+        arguments = _agent_arguments(agent_name, args)
+        name = getattr(arguments["agent"], "name", agent_name)
+        output = Path(args.output_dir or "runs/eval")
+        transcript = start_transcript(output / f"transcript_{name}.jsonl", args.resume, args.overwrite)
         report = evaluate(
-            env_id=args.env,
-            opponents=opponents,
-            meta_episodes=args.meta_episodes,
-            seed=args.seed,
-            env_kwargs=env_kwargs,
+            env_id=args.env or DEFAULT_ENV,
+            opponents=opponents or "all",
+            meta_episodes=_given(args.meta_episodes, 200),
+            seed=_given(args.seed, 0),
+            env_kwargs=kwargs,
             oracle=not args.no_oracle,
             progress=not args.quiet,
-            agent_name=agent_name,
-            **_agent_arguments(agent_name, args.seed),
+            agent_name=name,
+            transcript=transcript,
+            **arguments,
         )
-        path = report.save(output / f"eval_{agent_name}.json")
+        path = report.save(output / f"eval_{name}.json")
         print(report.table())
-        print(f"saved {path}\n")
+        print(f"saved {path} and {transcript}\n")
     return 0
+
+
+def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[str] | None,
+                    env_kwargs: dict[str, object]) -> None:
+    """``--agent policy|react|reflexion``: handled by ``mage_agent`` (needs torch)."""
+    agent_cli = _agent_cli()
+    agent_cli.evaluate_model(
+        args.model, agent, env_id=args.env, opponents=opponents,
+        meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
+        output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+
+
+def _agent_cli() -> Any:
+    try:
+        from mage_agent import cli as agent_cli
+    except ImportError as error:
+        raise _MissingExtra(f"this command needs the trainer's dependencies ({error.name} is missing): "
+                            'pip install torch==2.13.0 && pip install -e ".[agent]"') from None
+    return agent_cli
+
+
+class _MissingExtra(Exception):
+    """An optional dependency the command needs is not installed."""
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -113,18 +187,50 @@ def build_parser() -> argparse.ArgumentParser:
     opponents.add_argument("game", choices=GAMES)
     opponents.set_defaults(func=_cmd_opponents)
 
-    ev = sub.add_parser("eval", help="evaluate built-in agents per opponent and episode index")
-    ev.add_argument("--env", default="mage/KuhnPoker-meta-v0", help="environment id (default: %(default)s)")
-    ev.add_argument("--agent", action="append", choices=["random", "best-response"],
-                    help="agent(s) to evaluate; repeat the flag for several (default: random and best-response)")
-    ev.add_argument("--opponents", default="all", help="train, heldout, all, or comma-separated archetype ids")
-    ev.add_argument("--meta-episodes", type=int, default=200, help="meta-episodes per opponent (default: %(default)s)")
-    ev.add_argument("--seed", type=int, default=0)
+    ev = sub.add_parser("eval", help="evaluate an agent per opponent and episode index, beside the oracle values",
+                        description="Evaluate reference agents, local models (policy, react, reflexion: the [agent] "
+                        "extra) or an OpenAI-compatible API model (openai: the [api] extra). Every finished "
+                        "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl; --resume continues "
+                        "an interrupted evaluation without replaying them.")
+    ev.add_argument("--agent", action="append", choices=AGENTS,
+                    help="agent(s) to evaluate; repeat the flag for several (default: policy with --model, openai "
+                    "with --base-url, else random and best-response)")
+    ev.add_argument("--model", "--checkpoint", dest="model", default=None,
+                    help="policy/react/reflexion: a checkpoint folder (.../checkpoints/iter-N), a local model path, "
+                    "a hub id or smollm2-135m; openai: the model name the server serves")
+    ev.add_argument("--env", default=None, help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
+    ev.add_argument("--opponents", default=None, help="train, heldout, all, or comma-separated archetype ids "
+                    "(default: all; a checkpoint: its training population and held-out archetypes)")
+    ev.add_argument("--meta-episodes", type=int, default=None,
+                    help="meta-episodes per opponent (default: 200; a checkpoint: its eval_meta_episodes)")
+    ev.add_argument("--seed", type=int, default=None, help="meta-episode j uses seed + j (default: 0; a checkpoint: "
+                    "its eval_seed)")
     ev.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
                     help="extra gym.make argument, value parsed as JSON (e.g. seat=0, num_episodes=5)")
-    ev.add_argument("--output-dir", default="runs/eval", help="where eval_<agent>.json goes (default: %(default)s)")
-    ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns")
+    ev.add_argument("--output-dir", default=None, help="where eval_<agent>.json and transcript_<agent>.jsonl go "
+                    "(default: a checkpoint's run folder, else runs/eval)")
+    ev.add_argument("--resume", action="store_true", help="continue the evaluation in --output-dir's transcript")
+    ev.add_argument("--overwrite", action="store_true", help="remove an earlier transcript in --output-dir first")
+    ev.add_argument("--max-tokens", type=int, default=None,
+                    help="answer budget in tokens (default: openai 256; local models: the checkpoint's or 128)")
+    ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns "
+                    "(random, best-response, openai)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
+    api = ev.add_argument_group("openai: any OpenAI-compatible endpoint (OpenAI, vLLM, transformers serve)")
+    api.add_argument("--base-url", default=None, help=f"API root (default: {DEFAULT_BASE_URL})")
+    api.add_argument("--api-key-env", default="OPENAI_API_KEY",
+                     help="environment variable holding the API key; unset: no Authorization header "
+                     "(default: %(default)s)")
+    api.add_argument("--prompting", choices=list(INSTRUCTIONS), default=None,
+                     help="instructions added to acting prompts: plain (zero-shot), react (think, then act) or "
+                     "reflexion (reflections between episodes, sets reflection=true) (default: plain)")
+    api.add_argument("--concurrency", type=int, default=8, help="requests in flight at most (default: %(default)s)")
+    api.add_argument("--temperature", type=float, default=0.0, help="(default: %(default)s)")
+    api.add_argument("--stop", action="append", default=None, metavar="TEXT", help="stop string; repeat for several")
+    api.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
+    api.add_argument("--retries", type=int, default=4,
+                     help="retries of a request after a timeout, a connection error, HTTP 429/5xx or a malformed "
+                     "body, with exponential backoff (default: %(default)s)")
     ev.set_defaults(func=_cmd_eval)
 
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
@@ -144,31 +250,25 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _agent_command(command: str, argv: Sequence[str]) -> int:
-    """``mage train`` / ``mage eval --checkpoint``: handled by ``mage_agent`` (needs torch)."""
-    try:
-        from mage_agent import cli as agent_cli
-    except ImportError as error:
-        print(f"error: `mage {command}` needs the trainer's dependencies ({error.name} is missing): "
-              'pip install torch==2.13.0 && pip install -e ".[agent]"', file=sys.stderr)
-        return 2
-    return agent_cli.train_main(argv) if command == "train" else agent_cli.eval_main(argv)
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    model_flags = ("--checkpoint", "--model")
-    if argv[:1] == ["train"] or (argv[:1] == ["eval"] and any(a.startswith(model_flags) for a in argv)):
-        return _agent_command(argv[0], argv[1:])
+    if argv[:1] == ["train"]:  # the trainer's flags are its config fields: mage_agent parses them
+        try:
+            return _agent_cli().train_main(argv[1:])
+        except _MissingExtra as error:
+            print(f"error: `mage train`: {error}", file=sys.stderr)
+            return 2
     args = build_parser().parse_args(argv)
-    if getattr(args, "agent", "unset") is None:
-        args.agent = ["random", "best-response"]
     try:
         return args.func(args)
-    except (KeyError, ValueError, TypeError) as error:
+    except (KeyError, ValueError, TypeError, FileExistsError, ImportError, _MissingExtra) as error:
         message = error.args[0] if error.args else str(error)
         print(f"error: {message}", file=sys.stderr)
         return 2
+    except APIError as error:
+        print(f"error: {error}\nThe finished meta-episodes are in the transcript: rerun with --resume to continue.",
+              file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -5,6 +5,10 @@ acting prompts and (in meta envs) the reflection prompts (``info["phase"]``). An
 needs the env itself (an oracle reading the engine state) is given as a factory
 ``make_agent(env) -> agent`` instead, e.g. ``make_agent=BestResponseAgent``.
 
+With ``transcript=PATH`` every finished meta-episode is appended to a JSONL file
+(:mod:`mage_envs.transcripts`) and a rerun with the same file plays only the meta-episodes
+not in it: an interrupted evaluation of a paid API model resumes without repeating a call.
+
 Example:
     >>> from mage_envs.oracle.agents import RandomLegalAgent
     >>> report = evaluate(RandomLegalAgent(seed=0), "mage/KuhnPoker-meta-v0",
@@ -27,13 +31,20 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
+from .transcripts import Transcript
 
 Agent = Callable[[str, dict[str, Any]], str]
 AgentFactory = Callable[[gym.Env], Agent]
 
 
 class BatchAgent(Protocol):
-    """An agent that answers many prompts in one call (e.g. one batched ``generate``)."""
+    """An agent that answers many prompts in one call (e.g. one batched ``generate``).
+
+    An agent may also keep ``last_usage``, a list with the token usage of each answer of
+    its last call (``None`` where unknown), which transcripts record, and ``settings``, a
+    dict of what shapes its answers (model, temperature...), which a transcript must match
+    to be resumed.
+    """
 
     def act_batch(self, observations: list[str], infos: list[dict[str, Any]]) -> list[str]: ...
 
@@ -132,6 +143,7 @@ def evaluate(
     make_agent: AgentFactory | None = None,
     batch_size: int = 256,
     stratify: bool = True,
+    transcript: str | Path | None = None,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
@@ -144,6 +156,12 @@ def evaluate(
     either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
     An agent with an ``act_batch`` method plays ``batch_size`` meta-episodes in lockstep
     and answers all their pending prompts in one call per turn.
+
+    ``transcript``: a JSONL file that each finished meta-episode is appended to; the
+    meta-episodes already in it are read back, not played, so a rerun after a kill ends
+    with the report an uninterrupted run gives (for an agent whose answers depend only on
+    its prompts). A record with other settings (env, seed, ``env_kwargs``, agent name or
+    ``settings``, stratification or instance) raises ``ValueError``.
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
@@ -166,25 +184,61 @@ def evaluate(
     assert named is not None  # exactly one of them was given
     report = EvaluationReport(env_id, agent_name or _agent_name(named), seed, num_episodes, env_kwargs,
                               stratified=instances is not None)
+    log = None
+    if transcript is not None:
+        log = Transcript(transcript, {"env_id": env_id, "seed": seed, "env_kwargs": env_kwargs, "agent": report.agent,
+                                      "agent_settings": getattr(named, "settings", None), "num_episodes": num_episodes,
+                                      "stratified": report.stratified})
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
-        if hasattr(agent, "act_batch"):
-            envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, meta_episodes))]
-            recorder = _play_batched(cast(BatchAgent, agent), envs, num_episodes, meta_episodes, seed, instances, bar)
-        else:
+        recorder = _Recorder(meta_episodes, num_episodes, keep_steps=log is not None)
+        todo = _resume(recorder, log, name, seed, instances)
+        bar.update(meta_episodes - len(todo))
+
+        def finish(j: int, name: str = name, recorder: _Recorder = recorder) -> None:
+            if log is not None:
+                log.append({"opponent": name, "index": j, "seed": seed + j,
+                            "reset_instance": None if instances is None else instances[j], **recorder.record(j)})
+            bar.update(1)
+
+        if todo and hasattr(agent, "act_batch"):
+            envs = [gym.make(env_id, **kwargs) for _ in range(min(batch_size, len(todo)))]
+            _play_batched(cast(BatchAgent, agent), envs, todo, seed, instances, recorder, finish)
+        elif todo:
             envs = [gym.make(env_id, **kwargs)]
             player = agent if make_agent is None else make_agent(envs[0])
             assert player is not None
-            recorder = _play(player, envs[0], num_episodes, meta_episodes, seed, instances, bar)
+            _play(player, envs[0], todo, seed, instances, recorder, finish)
+        else:
+            envs = []
         for env in envs:
             env.close()
         result = recorder.result()
         if oracle and game:
-            _attach_oracle(result, game, name, env_kwargs, recorder.instances if repeats else None)
+            played = [recorder.instances[j] for j in sorted(recorder.instances)]
+            _attach_oracle(result, game, name, env_kwargs, played if repeats else None)
         report.opponents[name] = result
     bar.close()
     return report
+
+
+def _resume(recorder: _Recorder, log: Transcript | None, opponent: str, seed: int,
+            instances: list[int] | None) -> list[int]:
+    """Load ``opponent``'s meta-episodes finished in ``log`` into ``recorder``; the indices left to play."""
+    todo = []
+    for j in range(len(recorder.returns)):
+        record = None if log is None else log.finished.get((opponent, j))
+        if record is None:
+            todo.append(j)
+            continue
+        expected = (seed + j, None if instances is None else instances[j])
+        assert log is not None  # a record came from it
+        if (record["seed"], record["reset_instance"]) != expected:
+            raise ValueError(f"{log.path}: meta-episode {j} against {opponent} was played with seed and instance "
+                             f"{(record['seed'], record['reset_instance'])}, not {expected}; use another transcript")
+        recorder.load(j, record)
+    return todo
 
 
 def _wrapper_attribute(env: gym.Env, name: str) -> Any:
@@ -209,28 +263,37 @@ def _agent_name(agent: Agent | AgentFactory) -> str:
 
 
 class _Recorder:
-    """Per-episode-index results of ``meta_episodes`` meta-episodes, filled as they finish."""
+    """Per-episode-index results of ``meta_episodes`` meta-episodes, filled as they finish
+    (played, or read back from a transcript); ``keep_steps`` also keeps every step."""
 
-    def __init__(self, meta_episodes: int, n: int) -> None:
+    def __init__(self, meta_episodes: int, n: int, keep_steps: bool = False) -> None:
         self.returns = np.zeros((meta_episodes, n))
         self.outcomes = np.empty((meta_episodes, n), dtype=object)
         self.successes = np.zeros((meta_episodes, n))
-        self.act_steps = self.invalid_steps = 0
+        self.act_steps = np.zeros(meta_episodes, dtype=int)
+        self.invalid_steps = np.zeros(meta_episodes, dtype=int)
         self._recorded = np.zeros(meta_episodes, dtype=int)
         self._single_return = np.zeros(meta_episodes)
-        #: (instance, seat) of each meta-episode's first episode (games only)
-        self.instances: list[tuple[int, int]] = []
+        #: (instance, seat) of each meta-episode's first episode, by index (games only)
+        self.instances: dict[int, tuple[int, int]] = {}
+        self.steps: dict[int, list[dict[str, Any]]] | None = {} if keep_steps else None
 
-    def start(self, info: dict[str, Any]) -> None:
-        """Record the instance a meta-episode starts on (its reset ``info``)."""
+    def start(self, j: int, info: dict[str, Any]) -> None:
+        """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
         if "instance" in info:
-            self.instances.append((int(info["instance"]), int(info["seat"])))
+            self.instances[j] = (int(info["instance"]), int(info["seat"]))
 
-    def step(self, j: int, phase: str, reward: SupportsFloat, done: bool, info: dict[str, Any]) -> None:
-        """Record meta-episode ``j``'s step (taken in ``phase``) and what it returned."""
+    def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
+             info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
+        """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` in ``phase``, and what it returned."""
+        # a meta env that starts the next episode at once reports this step's own info beside it
+        invalid = info.get("finished_episode_info", info).get("invalid_action")
         if phase == "act":
-            self.act_steps += 1
-            self.invalid_steps += info.get("invalid_action") is not None
+            self.act_steps[j] += 1
+            self.invalid_steps[j] += invalid is not None
+        if self.steps is not None:
+            self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
+                                                 "reward": float(reward), "invalid_action": invalid, "usage": usage})
         finished = info.get("episode_returns")
         if finished is None:  # a single-episode env
             self._single_return[j] += float(reward)
@@ -245,6 +308,27 @@ class _Recorder:
             self.outcomes[j, episode] = _outcome_of(info, episode, finished)
             self._recorded[j] += 1
 
+    def record(self, j: int) -> dict[str, Any]:
+        """Finished meta-episode ``j`` as transcript data (what :meth:`load` reads back)."""
+        steps = [] if self.steps is None else self.steps.pop(j, [])
+        usage: dict[str, int] = {}
+        for step in steps:
+            for key, value in (step["usage"] or {}).items():
+                if isinstance(value, int):
+                    usage[key] = usage.get(key, 0) + value
+        return {"instance": self.instances.get(j), "returns": self.returns[j].tolist(),
+                "outcomes": self.outcomes[j].tolist(), "successes": self.successes[j].tolist(),
+                "act_steps": int(self.act_steps[j]), "invalid_steps": int(self.invalid_steps[j]),
+                "usage": usage or None, "steps": steps}
+
+    def load(self, j: int, record: dict[str, Any]) -> None:
+        """Fill meta-episode ``j`` from a transcript record."""
+        self.returns[j], self.successes[j] = record["returns"], record["successes"]
+        self.outcomes[j] = np.array(record["outcomes"], dtype=object)
+        self.act_steps[j], self.invalid_steps[j] = record["act_steps"], record["invalid_steps"]
+        if record["instance"] is not None:
+            self.instances[j] = (int(record["instance"][0]), int(record["instance"][1]))
+
     def result(self) -> OpponentResult:
         meta_episodes, n = self.returns.shape
         stderr = self.returns.std(axis=0, ddof=1) / math.sqrt(meta_episodes) if meta_episodes > 1 else np.zeros(n)
@@ -257,7 +341,7 @@ class _Recorder:
             win_rate_by_episode=rate("win"),
             draw_rate_by_episode=rate("draw"),
             loss_rate_by_episode=rate("loss"),
-            invalid_action_rate=self.invalid_steps / max(self.act_steps, 1),
+            invalid_action_rate=int(self.invalid_steps.sum()) / max(int(self.act_steps.sum()), 1),
         )
 
 
@@ -265,48 +349,51 @@ def _reset_options(instances: list[int] | None, j: int) -> dict[str, Any] | None
     return None if instances is None else {"instance": instances[j]}
 
 
-def _play(agent: Agent, env: gym.Env, n: int, meta_episodes: int, seed: int, instances: list[int] | None,
-          bar: tqdm) -> _Recorder:
-    recorder = _Recorder(meta_episodes, n)
-    for j in range(meta_episodes):
+def _usage(agent: object, count: int) -> list[dict[str, Any] | None]:
+    """The agent's ``last_usage`` for its last ``count`` answers, else ``None`` each."""
+    usage = getattr(agent, "last_usage", None)
+    return list(usage) if isinstance(usage, list) and len(usage) == count else [None] * count
+
+
+def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: list[int] | None,
+          recorder: _Recorder, finish: Callable[[int], None]) -> None:
+    for j in todo:
         obs, info = env.reset(seed=seed + j, options=_reset_options(instances, j))
-        recorder.start(info)
+        recorder.start(j, info)
         done = False
         while not done:
             phase = info.get("phase", "act")
-            obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+            prompt, answer = obs, agent(obs, info)
+            obs, reward, terminated, truncated, info = env.step(answer)
             done = terminated or truncated
-            recorder.step(j, phase, reward, done, info)
-        bar.update(1)
-    return recorder
+            recorder.step(j, phase, prompt, answer, reward, done, info, _usage(agent, 1)[0])
+        finish(j)
 
 
 def _play_batched(
-    agent: BatchAgent, envs: list[gym.Env], n: int, meta_episodes: int, seed: int, instances: list[int] | None,
-    bar: tqdm,
-) -> _Recorder:
+    agent: BatchAgent, envs: list[gym.Env], todo: list[int], seed: int, instances: list[int] | None,
+    recorder: _Recorder, finish: Callable[[int], None],
+) -> None:
     """Like :func:`_play`, but ``len(envs)`` meta-episodes at a time, one agent call per turn."""
-    recorder = _Recorder(meta_episodes, n)
-    for start in range(0, meta_episodes, len(envs)):
-        chunk = list(range(start, min(start + len(envs), meta_episodes)))
+    for start in range(0, len(todo), len(envs)):
+        chunk = todo[start:start + len(envs)]
         state = {j: envs[k].reset(seed=seed + j, options=_reset_options(instances, j)) for k, j in enumerate(chunk)}
         for j in chunk:
-            recorder.start(state[j][1])
+            recorder.start(j, state[j][1])
         env_of = {j: envs[k] for k, j in enumerate(chunk)}
         while state:
             pending = list(state)
             answers = agent.act_batch([state[j][0] for j in pending], [state[j][1] for j in pending])
-            for j, answer in zip(pending, answers):
-                phase = state[j][1].get("phase", "act")
-                obs, reward, terminated, truncated, info = env_of[j].step(answer)
+            for j, answer, usage in zip(pending, answers, _usage(agent, len(pending))):
+                prompt, info = state[j]
+                obs, reward, terminated, truncated, info_after = env_of[j].step(answer)
                 done = terminated or truncated
-                recorder.step(j, phase, reward, done, info)
+                recorder.step(j, info.get("phase", "act"), prompt, answer, reward, done, info_after, usage)
                 if done:
                     del state[j]
-                    bar.update(1)
+                    finish(j)
                 else:
-                    state[j] = (obs, info)
-    return recorder
+                    state[j] = (obs, info_after)
 
 
 def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> str:

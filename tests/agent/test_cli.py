@@ -1,4 +1,4 @@
-"""`mage train` and `mage eval --checkpoint` end to end with a tiny budget."""
+"""`mage train` and `mage eval --agent policy|react|reflexion` end to end with a tiny budget."""
 
 import json
 
@@ -27,6 +27,13 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 0
     again = json.loads((out / "eval_policy.json").read_text())
     assert again["opponents"]["maniac"]["meta_episodes"] == 3
+    assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 6
+    # the transcript is continued only when asked; resumed, nothing is replayed and the report is the same
+    assert main(["eval", "--agent", "policy", "--model", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 2
+    assert "--resume" in capsys.readouterr().err
+    assert main(["eval", "--agent", "policy", "--model", str(checkpoint), "--meta-episodes", "3", "--quiet",
+                 "--resume"]) == 0
+    assert json.loads((out / "eval_policy.json").read_text()) == again
 
 
 def test_train_rejects_bad_settings(capsys):
@@ -43,10 +50,9 @@ def test_prompting_baselines_run_on_any_model(tmp_path):
 
     model = create_tiny(tmp_path / "model", TinyConfig(corpus_games=2))
     for agent in ("react", "reflexion"):
-        out = tmp_path / f"{agent}.json"
-        assert main(["eval", "--model", str(model), "--agent", agent, "--meta-episodes", "1", "--max-new-tokens", "4",
-                     "--quiet", "--output", str(out)]) == 0
-        report = json.loads(out.read_text())
+        assert main(["eval", "--model", str(model), "--agent", agent, "--meta-episodes", "1", "--max-tokens", "4",
+                     "--quiet", "--output-dir", str(tmp_path)]) == 0
+        report = json.loads((tmp_path / f"eval_{agent}.json").read_text())
         assert report["agent"] == agent
         # a random tiny model rarely writes a legal action: the harness must say so
         assert all(0.0 <= r["invalid_action_rate"] <= 1.0 for r in report["opponents"].values())

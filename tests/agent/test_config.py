@@ -127,6 +127,5 @@ def test_train_answers_a_misspelling_before_any_work(argv, message, tmp_path, ca
 
 
 def test_eval_answers_a_misspelt_env_id_before_loading(tmp_path, capsys):
-    with pytest.raises(SystemExit):
-        main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KunhPoker-meta-v0"])
+    assert main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KunhPoker-meta-v0"]) == 2
     assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err

@@ -119,14 +119,13 @@ def test_lora_bfloat16_run_trains_the_adapter_only_and_evaluates(chat_model, tmp
     assert not (out / "checkpoints" / "iter-000002" / "model" / "model.safetensors").exists()
     assert any(not torch.equal(first[k], second[k]) for k in first)
 
-    report = tmp_path / "eval.json"
     assert main(["eval", "--checkpoint", str(out / "checkpoints" / "iter-000002"), "--meta-episodes", "2",
-                 "--quiet", "--output", str(report)]) == 0
+                 "--quiet", "--output-dir", str(tmp_path / "eval")]) == 0
+    report = tmp_path / "eval" / "eval_policy.json"
     assert set(json.loads(report.read_text())["opponents"]) >= {"conservative", "maniac"}
 
 
 def test_react_baseline_runs_on_the_hub_shaped_model(chat_model, tmp_path):
-    report = tmp_path / "react.json"
     assert main(["eval", "--model", str(chat_model), "--agent", "react", "--meta-episodes", "1",
-                 "--max-new-tokens", "16", "--quiet", "--output", str(report)]) == 0
-    assert json.loads(report.read_text())["agent"] == "react"
+                 "--max-tokens", "16", "--quiet", "--output-dir", str(tmp_path)]) == 0
+    assert json.loads((tmp_path / "eval_react.json").read_text())["agent"] == "react"

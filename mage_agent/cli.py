@@ -218,7 +218,8 @@ def evaluate_model(
         config = TrainConfig.from_dict(json.loads(state_file.read_text())["config"])
         policy = build_policy(config, run_dir, folder)
     else:
-        config = apply_overrides(TrainConfig(), {"name_or_path": model, "action_tokens": False,
+        # a pretrained model answers in free text, with the settings benchmarks/free_text.py chose
+        config = apply_overrides(TrainConfig(), {"name_or_path": model, "action_tokens": False, "temperature": 0.3,
                                                  "max_new_tokens": 128, "prompt_style": "full"})
         policy = build_policy(config, run_dir)
     overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,

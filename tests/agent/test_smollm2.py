@@ -5,6 +5,8 @@ these tests skip, naming the install command, when it is absent. The first use o
 converts the GGUF file into the cache (about 30 s); later loads take under a second.
 """
 
+import json
+
 import pytest
 import torch
 
@@ -123,3 +125,26 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     timing = ("seconds", "tokens_per_second")
     assert [{k: v for k, v in m.items() if k not in timing} for m in resumed.history] == \
         [{k: v for k, v in m.items() if k not in timing} for m in straight.history]
+
+
+@pytest.mark.parametrize("agent", ["policy", "react", "reflexion"])
+def test_mage_eval_plays_smollm2_with_each_local_agent(agent, tmp_path):
+    from mage_envs.cli import main
+
+    out = tmp_path / agent
+    assert main(["eval", "--agent", agent, "--model", "smollm2-135m", "--opponents", "conservative",
+                 "--meta-episodes", "2", "--env-kwarg", "num_episodes=2", "--max-tokens", "12",
+                 "--output-dir", str(out), "--quiet"]) == 0
+    report = json.loads((out / f"eval_{agent}.json").read_text())
+    result = report["opponents"]["conservative"]
+    assert result["meta_episodes"] == 2 and len(result["mean_return_by_episode"]) == 2
+    records = [json.loads(line) for line in (out / f"transcript_{agent}.jsonl").read_text().splitlines()]
+    assert len(records) == 2
+    steps = [step for record in records for step in record["steps"]]
+    acting = [step for step in steps if step["phase"] == "act"]
+    assert acting and all(step["prompt"] for step in acting)
+    if agent == "policy":  # free text with the answer prefix and the closing question
+        assert all(step["answer"].startswith("<action>") for step in acting)
+    else:  # the baselines reason first, so their answers get no prefix
+        assert all(isinstance(step["answer"], str) for step in acting)
+    assert ("reflect" in {step["phase"] for step in steps}) == (agent == "reflexion")

@@ -172,6 +172,14 @@ def summarise(results: list[dict]) -> dict[str, dict]:
 
 
 def _pm(value: tuple[float, float]) -> str:
+    """``mean ± half-width``; a single seed has no interval.
+
+    Example:
+        >>> _pm((0.25, 0.01)), _pm((0.25, float("nan")))
+        ('+0.250 ± 0.010', '+0.250 (one seed)')
+    """
+    if np.isnan(value[1]):
+        return f"{value[0]:+.3f} (one seed)"
     return f"{value[0]:+.3f} ± {value[1]:.3f}"
 
 

@@ -81,8 +81,7 @@ def measure(policy, prompts: list[tuple[str, list[str]]], instruction: dict[str,
             max_new_tokens: int, stop: tuple[str, ...], seed: int) -> dict:
     from mage_agent.policy import Sampling
 
-    policy.system_prompt = instruction["system"]
-    policy._prompt_ids.clear()  # the system prompt is part of every encoded prompt
+    policy.system_prompt = instruction["system"]  # forgets the prompts encoded with the previous one
     texts = [p + instruction["suffix"].format(options=" or ".join(legal)) for p, legal in prompts]
     start = time.perf_counter()
     generations = policy.generate(texts, Sampling(temperature=temperature, max_new_tokens=max_new_tokens, stop=stop,

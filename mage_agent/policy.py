@@ -127,7 +127,7 @@ class Policy:
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
-        self.system_prompt = system_prompt
+        self._system_prompt = system_prompt
         self.device = torch.device(device)
         # caches of the (fixed) tokenizer: prompt -> ids, word -> its ids, ids -> text
         self._prompt_ids: dict[str, tuple[int, ...]] = {}
@@ -170,6 +170,18 @@ class Policy:
                    system_prompt=system_prompt)
 
     # ------------------------------------------------------------------ prompts
+    @property
+    def system_prompt(self) -> str:
+        """The system message of every prompt (chat models; empty: the template's own).
+        Setting it forgets the encoded prompts, which hold the old one."""
+        return self._system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, text: str) -> None:
+        if text != self._system_prompt:
+            self._prompt_ids.clear()
+        self._system_prompt = text
+
     def encode_prompt(self, prompt: str) -> list[int]:
         """Token ids of ``prompt``, through the chat template when the tokenizer has one."""
         return self.encode_prompts([prompt])[0]
@@ -272,7 +284,8 @@ class Policy:
         past, logits = out[cache_key], out.logits[:, -1, :]
         eos = self.tokenizer.eos_token_id
         finished = [False] * len(encoded)
-        stopped = [False] * len(encoded)
+        #: where a row's text ends, once it holds a stop string
+        cut: list[int | None] = [None] * len(encoded)
         tokens: list[list[int]] = [[] for _ in encoded]
         logprobs: list[list[float]] = [[] for _ in encoded]
         for step in range(sampling.max_new_tokens):
@@ -283,8 +296,9 @@ class Policy:
                 if not finished[row]:
                     tokens[row].append(sampled)
                     logprobs[row].append(logprob)
-                    stopped[row] = bool(sampling.stop) and self._stop_at(tokens[row], sampling.stop) is not None
-                    finished[row] = sampled == eos or stopped[row]
+                    if sampling.stop:
+                        cut[row] = self._stop_at(tokens[row], sampling.stop)
+                    finished[row] = sampled == eos or cut[row] is not None
             if all(finished) or step == sampling.max_new_tokens - 1:
                 break
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
@@ -294,10 +308,8 @@ class Policy:
             past, logits = out[cache_key], out.logits[:, -1, :]
         results = []
         for row in range(len(encoded)):
-            ended = stopped[row] or (bool(tokens[row]) and tokens[row][-1] == eos)
-            text = self.decode(tokens[row])
-            if stopped[row]:
-                text = text[:self._stop_at(tokens[row], sampling.stop)]
+            ended = cut[row] is not None or (bool(tokens[row]) and tokens[row][-1] == eos)
+            text = self.decode(tokens[row])[:cut[row]]
             truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
             results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
                                       None if allowed_ids is None else allowed_ids[row]))

@@ -9,6 +9,7 @@ finished meta-episodes of an interrupted evaluation must survive and resume.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import os
@@ -18,7 +19,7 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -261,17 +262,18 @@ def test_mage_eval_refuses_an_api_agent_without_a_model(capsys):
     assert "--prompting applies to --agent openai only" in capsys.readouterr().err
 
 
-def test_the_key_is_sent_from_the_environment_and_not_kept(monkeypatch):
-    seen = []
+@contextlib.contextmanager
+def chat_stub(reply: Callable[[dict, http.client.HTTPMessage], str]) -> Iterator[str]:
+    """A loopback chat endpoint whose answer is ``reply(request body, request headers)``;
+    yields its base URL."""
 
     class Handler(BaseHTTPRequestHandler):
         def log_message(self, *args: object) -> None:
             pass
 
         def do_POST(self) -> None:
-            self.rfile.read(int(self.headers["Content-Length"]))
-            seen.append(self.headers.get("Authorization"))
-            data = json.dumps({"choices": [{"message": {"content": "<action>bet</action>"}}]}).encode()
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            data = json.dumps({"choices": [{"message": {"content": reply(body, self.headers)}}]}).encode()
             self.send_response(200)
             self.send_header("Content-Length", str(len(data)))
             self.end_headers()
@@ -280,50 +282,47 @@ def test_the_key_is_sent_from_the_environment_and_not_kept(monkeypatch):
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_the_key_is_sent_from_the_environment_and_not_kept(monkeypatch):
+    seen = []
+
+    def reply(body: dict, headers: http.client.HTTPMessage) -> str:
+        seen.append(headers.get("Authorization"))
+        return "<action>bet</action>"
+
+    with chat_stub(reply) as url:
         monkeypatch.setenv("MAGE_TEST_KEY", "sk-secret")
-        agent = OpenAIChatAgent("m", f"http://127.0.0.1:{server.server_address[1]}/v1", api_key_env="MAGE_TEST_KEY")
+        agent = OpenAIChatAgent("m", url, api_key_env="MAGE_TEST_KEY")
         assert agent("x", REFLECT) == "<action>bet</action>" and agent.last_usage == [None]
         assert seen == ["Bearer sk-secret"] and "sk-secret" not in json.dumps(vars(agent), default=repr)
         monkeypatch.delenv("MAGE_TEST_KEY")
         agent("x", REFLECT)
         assert seen[-1] is None
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_many_prompts_respect_the_concurrency_limit():
     active, peak = [0], [0]
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
+    def reply(body: dict, headers: http.client.HTTPMessage) -> str:
+        with lock:
+            active[0] += 1
+            peak[0] = max(peak[0], active[0])
+        time.sleep(0.05)
+        with lock:
+            active[0] -= 1
+        return body["messages"][-1]["content"].upper()
 
-        def do_POST(self) -> None:
-            prompt = json.loads(self.rfile.read(int(self.headers["Content-Length"])))["messages"][-1]["content"]
-            with lock:
-                active[0] += 1
-                peak[0] = max(peak[0], active[0])
-            time.sleep(0.05)
-            with lock:
-                active[0] -= 1
-            data = json.dumps({"choices": [{"message": {"content": prompt.upper()}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        agent = OpenAIChatAgent("m", f"http://127.0.0.1:{server.server_address[1]}/v1", concurrency=3)
+    with chat_stub(reply) as url:
+        agent = OpenAIChatAgent("m", url, concurrency=3)
         prompts = [f"p{i}" for i in range(12)]
         assert agent.act_batch(prompts, [REFLECT] * 12) == [p.upper() for p in prompts]  # order kept
         assert 1 < peak[0] <= 3
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_reflexion_prompting_adds_its_instructions_to_acting_prompts_only():

@@ -93,20 +93,10 @@ def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
     {"clip_high": 0.28, "loss_aggregation": "sequence"},
     {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
 ])
-def test_resume_stays_bit_identical_with_each_option(tmp_path, monkeypatch, options):
+def test_resume_stays_bit_identical_with_each_option(tmp_path, train_until_killed, options):
     straight = Trainer(run_config(tmp_path, "straight", **options), progress=False)
     straight.train()
-    killed = Trainer(run_config(tmp_path, "killed", **options), progress=False)
-    original = killed.update
-
-    def die_at_third(turns, advantages, iteration):
-        if iteration == 2:
-            raise KeyboardInterrupt("killed")
-        return original(turns, advantages, iteration)
-
-    monkeypatch.setattr(killed, "update", die_at_third)
-    with pytest.raises(KeyboardInterrupt):
-        killed.train()
+    train_until_killed(Trainer(run_config(tmp_path, "killed", **options), progress=False), "update", 2)
     resumed = Trainer(run_config(tmp_path, "killed", **options), resume=True, progress=False)
     resumed.train()
     a, b = parameters(straight), parameters(resumed)

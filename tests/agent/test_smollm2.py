@@ -55,8 +55,9 @@ def test_a_missing_wheel_says_how_to_install_it(monkeypatch):
 
 
 def test_chat_prompts_answer_prefix_and_stop_strings(policy):
-    policy.system_prompt = "Answer with one move."
-    policy._prompt_ids.clear()
+    default = policy.tokenizer.decode(policy.encode_prompt("Your card: King."))
+    assert "You are a helpful AI assistant named SmolLM" in default  # the template's own system message
+    policy.system_prompt = "Answer with one move."  # the prompt encoded above must not be reused
     try:
         rendered = policy.tokenizer.decode(policy.encode_prompt("Your card: King."))
         assert rendered.startswith("<|im_start|>system\nAnswer with one move.<|im_end|>")
@@ -67,7 +68,6 @@ def test_chat_prompts_answer_prefix_and_stop_strings(policy):
                                       seed=3, prefixes=["<action>"] * 6)
     finally:
         policy.system_prompt = ""
-        policy._prompt_ids.clear()
     prefix_ids = policy.encode_prefix("<action>")
     for generation in generations:
         assert generation.text.startswith("<action>")
@@ -86,7 +86,8 @@ def adapter(trainer):
     return {n: p.detach().clone() for n, p in trainer.policy.model.named_parameters() if p.requires_grad}
 
 
-def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identically(tmp_path, monkeypatch):
+def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identically(tmp_path, monkeypatch,
+                                                                                    train_until_killed):
     straight = Trainer(run_config(tmp_path, "straight"), progress=False)
     before = adapter(straight)
     phases = []
@@ -106,17 +107,7 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     saved = tmp_path / "straight" / "checkpoints" / "iter-000002" / "model"
     assert (saved / "adapter_model.safetensors").exists() and not (saved / "model.safetensors").exists()
 
-    killed = Trainer(run_config(tmp_path, "killed"), progress=False)
-    collect = killed.collect
-
-    def die_at_second(iteration, *args, **kwargs):
-        if iteration == 1:
-            raise KeyboardInterrupt("killed")
-        return collect(iteration, *args, **kwargs)
-
-    monkeypatch.setattr(killed, "collect", die_at_second)
-    with pytest.raises(KeyboardInterrupt):
-        killed.train()
+    train_until_killed(Trainer(run_config(tmp_path, "killed"), progress=False), "collect", 1)
     resumed = Trainer(run_config(tmp_path, "killed"), resume=True, progress=False)
     assert resumed.start_iteration == 1
     resumed.train()

@@ -36,21 +36,11 @@ def test_training_changes_weights_and_logs_every_iteration(tmp_path):
     assert (tmp_path / "run" / "checkpoints" / "latest").read_text() == "iter-000004"
 
 
-def test_killed_and_resumed_run_is_bit_identical(tmp_path, monkeypatch):
+def test_killed_and_resumed_run_is_bit_identical(tmp_path, train_until_killed):
     straight = Trainer(run_config(tmp_path, "straight"), progress=False)
     straight.train()
 
-    killed = Trainer(run_config(tmp_path, "killed"), progress=False)
-    original_collect = killed.collect
-
-    def die_at_third(iteration):
-        if iteration == 2:
-            raise KeyboardInterrupt("killed")
-        return original_collect(iteration)
-
-    monkeypatch.setattr(killed, "collect", die_at_third)
-    with pytest.raises(KeyboardInterrupt):
-        killed.train()
+    train_until_killed(Trainer(run_config(tmp_path, "killed"), progress=False), "collect", 2)
     resumed = Trainer(run_config(tmp_path, "killed"), resume=True, progress=False)
     assert resumed.start_iteration == 2
     resumed.train()

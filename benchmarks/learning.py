@@ -11,10 +11,19 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``std-normalize``   — advantages divided by a per-archetype std (the adopted mean-only off);
 * ``symmetric-clip``  — PPO's symmetric clip (the adopted clip-higher off);
 * ``constant-lr``     — a constant learning rate after warm-up (the adopted cosine decay off);
-* ``stabilisers-off`` — mean-only advantages alone: symmetric clip, constant rate, 200 iterations;
-* ``previous-default``— both off, at the previous 200 iterations (the release before);
+* ``constant-entropy``— a constant entropy weight (the adopted linear decay off; the default
+  of the release before this one);
+* ``stabilisers-off`` — mean-only advantages alone: symmetric clip, constant rate and entropy
+  weight, 200 iterations;
+* ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
-  read from the betting across deals.
+  read from the betting across deals;
+* ``<ablation>-constant-entropy`` — an ablation at the release before (constant entropy
+  weight), compared with ``constant-entropy``;
+* ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
+  archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
+  default mean-only advantages, per-archetype mean and std, and batch-wide mean and std. The
+  test of per-archetype normalisation; each is paired with the one before it.
 
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
@@ -38,6 +47,7 @@ import numpy as np
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 HELDOUT = ["bluffer", "calling-station", "maniac"]
+STAKES = {"aggressive": 10.0}
 VARIANTS: dict[str, dict] = {
     "mage": {},
     "cumulative": {"reward_mode": "cumulative"},
@@ -47,10 +57,23 @@ VARIANTS: dict[str, dict] = {
     "std-normalize": {"std_normalize": True},
     "symmetric-clip": {"clip_high": 0.2},
     "constant-lr": {"schedule": "constant"},
-    "stabilisers-off": {"clip_high": 0.2, "schedule": "constant", "iterations": 200},
-    "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant", "iterations": 200},
+    "constant-entropy": {"entropy_schedule": "constant"},
+    "stabilisers-off": {"clip_high": 0.2, "schedule": "constant", "entropy_schedule": "constant", "iterations": 200},
+    "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant",
+                         "entropy_schedule": "constant", "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
+    "stakes": {"reward_weights": STAKES},
+    "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
+    "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
 }
+#: The release before this one kept the entropy weight constant; its ablations, run then, stay
+#: comparable with ``constant-entropy`` (that release's default), seed by seed.
+AT_CONSTANT_ENTROPY = ("cumulative", "global-norm", "no-memory", "fresh-deals")
+VARIANTS.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
+                 for name in AT_CONSTANT_ENTROPY})
+#: The variant each is compared with, seed by seed (the default unless named here).
+PAIRED_WITH = {"stakes-std": "stakes", "stakes-global": "stakes-std",
+               **{f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY}}
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -159,15 +182,15 @@ def summarise(results: list[dict]) -> dict[str, dict]:
             "seeds_all_90": sum(all(train[s][a]["share"] >= 0.9 for a in TRAINING) for s in seeds),
         }
         table[variant] = row
-    if "mage" in table:
-        mage = {r["seed"]: r for r in results if r["variant"] == "mage"}
-        for variant, row in table.items():
-            same_protocol = VARIANTS[variant].get("repeat_instance", True)  # fresh deals: another ceiling
-            paired = [s for s in row["seeds"] if s in mage and variant != "mage" and same_protocol]
-            if paired:
-                diffs = [row["final_by_seed"][row["seeds"].index(s)] - table["mage"]["final_by_seed"][
-                    table["mage"]["seeds"].index(s)] for s in paired]
-                row["minus_mage"] = mean_ci(diffs)
+    for variant, row in table.items():
+        reference = PAIRED_WITH.get(variant, "mage")
+        same_protocol = VARIANTS[variant].get("repeat_instance", True)  # fresh deals: another ceiling
+        if variant == reference or reference not in table or not same_protocol:
+            continue
+        by_seed = dict(zip(table[reference]["seeds"], table[reference]["final_by_seed"]))
+        diffs = [final - by_seed[s] for s, final in zip(row["seeds"], row["final_by_seed"]) if s in by_seed]
+        if diffs:
+            row["paired"] = {"reference": reference, "difference": mean_ci(diffs)}
     return table
 
 
@@ -196,11 +219,11 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
         "",
         "## Training styles (conservative, aggressive, intermediate)",
         "",
-        "| variant | seeds | hand 1 | final hand | final − hand 1 | final − mage (paired) | final, seed by seed |",
+        "| variant | seeds | hand 1 | final hand | final − hand 1 | final − reference (paired) | final, seed by seed |",
         "|---|---|---|---|---|---|---|",
     ]
     for variant, row in table.items():
-        paired = _pm(row["minus_mage"]) if "minus_mage" in row else "—"
+        paired = f"{_pm(row['paired']['difference'])} ({row['paired']['reference']})" if "paired" in row else "—"
         lines.append(f"| {variant} | {len(row['seeds'])} | {_pm(row['first'])} | {_pm(row['final'])} | "
                      f"{_pm(row['gain_within'])} | {paired} | " + " ".join(f"{x:+.3f}" for x in row["final_by_seed"]) + " |")
     lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample deal-known ceiling, seed by seed:",

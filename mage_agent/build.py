@@ -124,6 +124,10 @@ def population_of(config: TrainConfig) -> dict[str, float]:
         if name not in known:
             raise ValueError(f"unknown archetype {name!r} for {game}{did_you_mean(name, known)}; "
                              f"known: {', '.join(known)}")
+    for name in config.algo.reward_weights:
+        if name not in population:
+            raise ValueError(f"reward_weights names {name!r}, which is not a training archetype of this run "
+                             f"({', '.join(population)})")
     for name in population:
         if archetype(game, name).split == "heldout":
             raise ValueError(

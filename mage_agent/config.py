@@ -40,7 +40,8 @@ SeatName = Literal["random", "0", "1"]
 SEATS: tuple[str, ...] = get_args(SeatName)
 PromptStyle = Literal["compact", "full"]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
-Schedule = Literal["constant", "cosine"]
+#: How a coefficient moves after warm-up: kept, or decayed to 0 by the last iteration.
+Schedule = Literal["constant", "linear", "cosine"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 
@@ -154,6 +155,9 @@ class AlgoConfig:
         "help": "DAPO's dynamic sampling: drop groups whose advantages are all zero, draw more groups"})
     max_sampling_draws: int = field(default=3, metadata={
         "help": "with dynamic_sampling: collections per iteration at most"})
+    reward_weights: dict[str, float] = field(default_factory=dict, metadata={
+        "help": "per-archetype multipliers of the training reward, e.g. {\"aggressive\": 4} (JSON): "
+                "archetypes whose reward scales differ; logs and evaluations stay in game units"})
     std_normalize: bool = field(default=False, metadata={
         "help": "divide by the scope's std (false: mean-only, as Dr. GRPO and MAGE's code)"})
     gamma_step: float = field(default=0.95, metadata={"help": "discount between turns of one inner episode"})
@@ -165,7 +169,9 @@ class AlgoConfig:
     loss_aggregation: Aggregation = field(default="token", metadata={
         "help": "'token' (mean over the step's tokens) or 'sequence' (per completion first)"})
     kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
-    entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus"})
+    entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
+    entropy_schedule: Schedule = field(default="linear", metadata={
+        "help": "the entropy weight over the run: constant, or decayed linearly / by a cosine to 0 by the end"})
     epochs: int = field(default=2, metadata={"help": "passes over each iteration's batch"})
     minibatch_size: int = field(default=256, metadata={"help": "turns per optimizer step (split between processes)"})
     micro_batch_size: int = field(default=0, metadata={
@@ -175,7 +181,7 @@ class AlgoConfig:
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clipping threshold"})
     warmup_iterations: int = field(default=10, metadata={"help": "iterations of linear learning-rate warm-up"})
     schedule: Schedule = field(default="cosine", metadata={
-        "help": "learning rate after warm-up: cosine decays to 0 by the last iteration, constant keeps it"})
+        "help": "learning rate after warm-up: linear or cosine decay to 0 by the last iteration, or constant"})
 
 
 @dataclass
@@ -267,6 +273,8 @@ class TrainConfig:
             raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
+        if any(not weight > 0 for weight in self.algo.reward_weights.values()):
+            raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         _check_env_id(self.env.env_id)
 
     def to_dict(self) -> dict[str, Any]:

@@ -193,7 +193,7 @@ class Trainer:
         columns = {
             "traj": np.array([first_traj + t.traj for t in turns], dtype=int),
             "episode": np.array([t.episode for t in turns], dtype=int),
-            "reward": np.array([t.reward for t in turns], dtype=float),
+            "reward": np.array([t.reward * algo.reward_weights.get(t.opponent, 1.0) for t in turns], dtype=float),
             "group": np.array([first_group + t.group for t in turns], dtype=int),
             "archetype": np.array([t.opponent for t in turns], dtype=object),
             "phase": np.array([int(t.phase != "act") for t in turns], dtype=int),
@@ -240,6 +240,7 @@ class Trainer:
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
         reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
+        entropy_coef = self._entropy_coef(iteration)
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
@@ -253,7 +254,8 @@ class Trainer:
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
                     stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
-                                                      None if reference is None else reference[chosen], token_count)
+                                                      None if reference is None else reference[chosen], token_count,
+                                                      entropy_coef)
                     for key, value in stats.items():
                         sums[key] += value
                     steps += 1
@@ -266,10 +268,11 @@ class Trainer:
         totals = world.gather((dict(sums), steps))
         steps = sum(count for _, count in totals)
         keys = sorted({key for part, _ in totals for key in part}, key=list(_LOSS_KEYS).index)
-        return {key: sum(part.get(key, 0.0) for part, _ in totals) / steps for key in keys}
+        return {**{key: sum(part.get(key, 0.0) for part, _ in totals) / steps for key in keys},
+                "entropy_coef": entropy_coef}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
-                             token_count: float) -> dict[str, float]:
+                             token_count: float, entropy_coef: float) -> dict[str, float]:
         """Forward and backward on one minibatch, ``micro_batch_size`` rows at a time (the
         gradients accumulate). The loss averages over ``token_count`` tokens (the step's
         tokens on every process); returns the minibatch's token-mean diagnostics."""
@@ -287,7 +290,7 @@ class Trainer:
             ref = None if reference is None else reference[start:start + micro, : new.shape[1]].to(new.device)
             part_advantages = torch.tensor(advantages[start:start + micro], dtype=torch.float32, device=new.device)
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
-                                  kl_coef=algo.kl_coef, entropy_coef=algo.entropy_coef, token_count=token_count,
+                                  kl_coef=algo.kl_coef, entropy_coef=entropy_coef, token_count=token_count,
                                   clip_high=algo.clip_high, aggregation=algo.loss_aggregation)
             part_stats.loss.backward()
             weight = sum(len(t.completion_ids) for t in part) / own_tokens
@@ -362,10 +365,11 @@ class Trainer:
         algo, total = self.config.algo, max(self.config.run.iterations, 1)
         if step < algo.warmup_iterations:
             return (step + 1) / algo.warmup_iterations
-        if algo.schedule == "cosine":
-            progress = (step - algo.warmup_iterations) / max(total - algo.warmup_iterations, 1)
-            return 0.5 * (1.0 + math.cos(math.pi * min(progress, 1.0)))
-        return 1.0
+        return decay(algo.schedule, (step - algo.warmup_iterations) / max(total - algo.warmup_iterations, 1))
+
+    def _entropy_coef(self, iteration: int) -> float:
+        algo = self.config.algo
+        return algo.entropy_coef * decay(algo.entropy_schedule, iteration / max(self.config.run.iterations, 1))
 
     def _tensorboard(self):
         try:
@@ -373,6 +377,23 @@ class Trainer:
         except ImportError:  # tensorboard is optional
             return None
         return SummaryWriter(log_dir=str(self.output / "tensorboard"))
+
+
+def decay(schedule: str, progress: float) -> float:
+    """A coefficient's factor at ``progress`` (0 at the start, 1 at the end) of a schedule.
+
+    Example:
+        >>> [round(decay(kind, 0.5), 3) for kind in ("constant", "linear", "cosine")]
+        [1.0, 0.5, 0.5]
+        >>> decay("cosine", 0.25) > decay("linear", 0.25), decay("linear", 1.5)
+        (True, 0.0)
+    """
+    progress = min(max(progress, 0.0), 1.0)
+    if schedule == "linear":
+        return 1.0 - progress
+    if schedule == "cosine":
+        return 0.5 * (1.0 + math.cos(math.pi * progress))
+    return 1.0
 
 
 def _informative_groups(turns: list[Turn], advantages: np.ndarray) -> list[int]:

@@ -45,8 +45,34 @@ def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):
             result = report["opponents"][style]
             assert result["meta_episodes"] == 300 and len(result["mean_return_by_episode"]) == 3
             assert result["instance_optimal_value"] is not None  # the ceiling on the very instances played
+    assert table["cumulative"]["paired"]["reference"] == "mage"   # one seed: the difference itself
+    assert table["cumulative"]["paired"]["difference"][0] == pytest.approx(
+        table["cumulative"]["final_by_seed"][0] - table["mage"]["final_by_seed"][0])
     again = subprocess.run(command + ["--summarise-only"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and json.loads(results.read_text())["table"] == table  # nothing retrained
+
+
+def _report(final_returns):
+    """An evaluation report whose final hand returns ``final_returns[style]`` on every style."""
+    styles = ["conservative", "aggressive", "intermediate", "bluffer", "calling-station", "maniac"]
+    return {"opponents": {style: {"mean_return_by_episode": [0.0, 0.0, final_returns.get(style, 0.1)],
+                                  "instance_optimal_value": 0.5, "best_response_value": 0.25} for style in styles}}
+
+
+def test_each_variant_is_paired_seed_by_seed_with_its_reference():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    results = [{"variant": variant, "seed": seed, "report": _report({"aggressive": value + 0.01 * seed})}
+               for variant, value in (("mage", 0.4), ("stakes", 0.1), ("stakes-std", 0.4)) for seed in (0, 1, 2)]
+    results.append({"variant": "stakes-global", "seed": 0, "report": _report({"aggressive": 0.1})})
+    table = learning.summarise(results)
+    assert "paired" not in table["mage"]
+    # each paired difference is in the mean over the three training styles: 0.3 / 3 = 0.1 per seed
+    assert table["stakes-std"]["paired"] == {"reference": "stakes", "difference": (pytest.approx(0.1), 0.0)}
+    assert table["stakes"]["paired"]["reference"] == "mage"
+    assert table["stakes-global"]["paired"]["difference"][0] == pytest.approx(-0.1)   # seed 0 only
+    assert table["stakes"]["style_share_by_seed"]["aggressive"] == [0.2, 0.22, 0.24]
 
 
 def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):

@@ -1,4 +1,7 @@
-"""The loss and sampling options: DAPO's decoupled clip, token vs sequence aggregation, dynamic sampling."""
+"""The loss and sampling options: DAPO's decoupled clip, token vs sequence aggregation, dynamic sampling,
+the entropy schedule and per-archetype reward weights."""
+
+import math
 
 import numpy as np
 import pytest
@@ -92,6 +95,7 @@ def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
     {"dynamic_sampling": True},
     {"clip_high": 0.28, "loss_aggregation": "sequence"},
     {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
+    {"entropy_schedule": "cosine", "reward_weights": {"aggressive": 4.0}},
 ])
 def test_resume_stays_bit_identical_with_each_option(tmp_path, train_until_killed, options):
     straight = Trainer(run_config(tmp_path, "straight", **options), progress=False)
@@ -120,6 +124,8 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     ({"clip": 1.5}, "clip"),
     ({"clip_high": -0.1}, "clip_high"),
     ({"max_sampling_draws": 0}, "max_sampling_draws"),
+    ({"entropy_schedule": "exponential"}, "entropy_schedule"),
+    ({"reward_weights": {"aggressive": 0.0}}, "reward_weights must be positive"),
 ])
 def test_new_options_are_validated_when_the_config_is_built(overrides, message):
     from mage_agent.config import TrainConfig, apply_overrides
@@ -134,3 +140,33 @@ def test_dynamic_sampling_is_refused_under_several_processes(tmp_path):
     world = World(rank=0, size=2)   # refused before any collective is called
     with pytest.raises(ValueError, match="single process"):
         Trainer(run_config(tmp_path, "two", dynamic_sampling=True), progress=False, world=world)
+
+
+@pytest.mark.parametrize("schedule, expected", [
+    ("constant", [0.1, 0.1, 0.1, 0.1]),
+    ("linear", [0.1, 0.075, 0.05, 0.025]),             # iteration i of 4: 0.1 * (1 - i / 4)
+    ("cosine", [0.1 * (1 + math.cos(math.pi * i / 4)) / 2 for i in range(4)]),
+])
+def test_entropy_weight_follows_its_schedule_and_is_logged(tmp_path, schedule, expected):
+    trainer = Trainer(run_config(tmp_path, schedule, entropy_coef=0.1, entropy_schedule=schedule), progress=False)
+    trainer.train()
+    assert [m["entropy_coef"] for m in trainer.history] == pytest.approx(expected)
+
+
+def test_reward_weights_scale_one_archetypes_training_rewards_only(tmp_path):
+    plain = Trainer(run_config(tmp_path, "plain", iterations=1), progress=False)
+    weighted = Trainer(run_config(tmp_path, "weighted", iterations=1, reward_weights={"aggressive": 4.0}),
+                       progress=False)
+    batch = plain.collect(0)
+    assert batch.opponents.count("aggressive") and len(set(batch.opponents)) > 1
+    turns, advantages, _ = plain.credit(batch)
+    _, weighted_advantages, _ = weighted.credit(batch)
+    factor = np.array([4.0 if t.opponent == "aggressive" else 1.0 for t in turns])
+    # mean-only advantages are linear in the group's rewards: scaled by the archetype's weight
+    assert weighted_advantages == pytest.approx(advantages * factor)
+    assert [t.reward for t in batch.turns] == [t.reward for t in plain.collect(0).turns]   # game units kept
+
+
+def test_reward_weights_must_name_training_archetypes(tmp_path):
+    with pytest.raises(ValueError, match="not a training archetype"):
+        Trainer(run_config(tmp_path, "bad", reward_weights={"maniac": 2.0}), progress=False)

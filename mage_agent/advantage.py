@@ -8,7 +8,9 @@ what its episode changed about later episodes.
 
 Stage 2, :func:`group_advantages`: a turn's return minus the mean return of its group
 (the G copies of one seed and opponent, at the same episode index and phase: the GRPO
-baseline), optionally divided by a standard deviation pooled over the *scope*:
+baseline), optionally divided by a standard deviation pooled over the *scope* (of the
+centred values, as GRPO, or of the raw returns, ``std_of="returns"``: the scope's reward
+scale, which groups without spread do not shrink):
 
 * ``"group"`` — the group itself (plain GRPO);
 * ``"per-archetype"`` — every group against the same opponent archetype (MAGE: reward
@@ -41,8 +43,11 @@ import numpy as np
 
 Scope = Literal["per-archetype", "global", "group"]
 Estimator = Literal["grpo", "gigpo"]
+#: What the standard deviation is taken of: the centred advantages, or the raw returns.
+StdOf = Literal["advantages", "returns"]
 SCOPES: tuple[str, ...] = get_args(Scope)
 ESTIMATORS: tuple[str, ...] = get_args(Estimator)
+STD_OF: tuple[str, ...] = get_args(StdOf)
 
 
 @dataclass
@@ -133,18 +138,24 @@ def centre(values: np.ndarray, keys: list[tuple]) -> np.ndarray:
     return out
 
 
-def scale(centred: np.ndarray, keys: list[tuple], eps: float = 1e-6) -> np.ndarray:
+def scale(centred: np.ndarray, keys: list[tuple], eps: float = 1e-6,
+          spread_of: np.ndarray | None = None) -> np.ndarray:
     """Divide centred values by the root mean square of the values sharing their key
-    (the pooled standard deviation around the group means).
+    (the pooled standard deviation around the group means), or by the standard deviation
+    of ``spread_of`` (e.g. the raw returns) over the rows sharing their key.
 
     Example:
-        >>> scale(np.array([-1.0, 1.0, -4.0, 4.0]), [(0,), (0,), (1,), (1,)]).round(4).tolist()
+        >>> keys = [(0,), (0,), (1,), (1,)]
+        >>> scale(np.array([-1.0, 1.0, -4.0, 4.0]), keys).round(4).tolist()
         [-1.0, 1.0, -1.0, 1.0]
+        >>> scale(np.array([-1.0, 1.0, 0.0, 0.0]), keys, spread_of=np.array([0.0, 2.0, 5.0, 5.0])).round(4).tolist()
+        [-1.0, 1.0, 0.0, 0.0]
     """
     out = np.zeros(len(centred), dtype=np.float64)
     for index in _members(keys):
         chunk = centred[index]
-        out[index] = chunk / (np.sqrt(np.mean(chunk**2)) + eps)
+        spread = np.sqrt(np.mean(chunk**2)) if spread_of is None else spread_of[index].std()
+        out[index] = chunk / (spread + eps)
     return out
 
 
@@ -155,6 +166,7 @@ def group_advantages(
     estimator: Estimator = "grpo",
     std: bool = True,
     step_weight: float = 1.0,
+    std_of: StdOf = "advantages",
 ) -> np.ndarray:
     """Group-relative advantages.
 
@@ -162,7 +174,8 @@ def group_advantages(
     episode index and phase: the GRPO baseline). With ``std=True`` the centred values are
     divided by their pooled standard deviation within the ``scope``: the group itself,
     every group against the same archetype (``"per-archetype"``), or the whole batch
-    (``"global"``). ``estimator="gigpo"`` adds ``step_weight`` times a step-level term:
+    (``"global"``); ``std_of="returns"`` divides by the standard deviation of the returns
+    themselves within the scope instead (between groups as well as within them). ``estimator="gigpo"`` adds ``step_weight`` times a step-level term:
     the return centred on the turns with the same anchor prompt in the same scope,
     scaled like the episode-level term.
 
@@ -173,9 +186,13 @@ def group_advantages(
         [-1.0, 1.0, -1.0, 1.0]
         >>> group_advantages(t, np.array([1.0, 3.0, 100.0, 300.0]), scope="global").round(4).tolist()
         [-0.0141, 0.0141, -1.4141, 1.4141]
+        >>> group_advantages(t, np.array([1.0, 3.0, 100.0, 300.0]), std_of="returns").round(4).tolist()
+        [-1.0, 1.0, -1.0, 1.0]
     """
     if estimator not in ESTIMATORS:
         raise ValueError(f"estimator must be one of {ESTIMATORS}, got {estimator!r}")
+    if std_of not in STD_OF:
+        raise ValueError(f"std_of must be one of {STD_OF}, got {std_of!r}")
     pairs = [_keys(turns, i, scope) for i in range(len(returns))]
     centre_keys = [c for c, _ in pairs]
     scale_keys = [s for _, s in pairs]
@@ -183,7 +200,9 @@ def group_advantages(
     if estimator == "gigpo":
         anchor_keys = [(*s, turns.anchor[i]) for i, s in enumerate(scale_keys)]
         advantages = advantages + step_weight * centre(returns, anchor_keys)
-    return scale(advantages, scale_keys) if std else advantages
+    if not std:
+        return advantages
+    return scale(advantages, scale_keys, spread_of=returns if std_of == "returns" else None)
 
 
 def advantage_diagnostics(turns: TurnTable, returns: np.ndarray, advantages: np.ndarray,

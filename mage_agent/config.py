@@ -26,7 +26,7 @@ from typing import Any, Iterable, Literal, get_args, get_origin, get_type_hints
 
 from mage_envs.core.meta_tracker import RewardMode
 
-from .advantage import ESTIMATORS, SCOPES, Estimator, Scope
+from .advantage import ESTIMATORS, SCOPES, Estimator, Scope, StdOf
 from .loss import AGGREGATIONS, Aggregation
 
 #: How a group's copies meet opponents: one archetype for the group, or one drawn per copy.
@@ -160,6 +160,9 @@ class AlgoConfig:
                 "archetypes whose reward scales differ; logs and evaluations stay in game units"})
     std_normalize: bool = field(default=False, metadata={
         "help": "divide by the scope's std (false: mean-only, as Dr. GRPO and MAGE's code)"})
+    std_of: StdOf = field(default="advantages", metadata={
+        "help": "with std_normalize: the std of the centred advantages (GRPO) or of the raw returns in the "
+                "scope (its reward scale, which groups without spread do not shrink)"})
     gamma_step: float = field(default=0.95, metadata={"help": "discount between turns of one inner episode"})
     gamma_traj: float = field(default=0.6, metadata={"help": "discount across an inner-episode boundary"})
     clip: float = field(default=0.2, metadata={

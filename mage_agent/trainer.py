@@ -206,7 +206,7 @@ class Trainer:
         table = TurnTable(**merged)
         returns = discounted_returns(table, algo.gamma_step, algo.gamma_traj)
         advantages = group_advantages(table, returns, scope=algo.scope, estimator=algo.estimator,
-                                      std=algo.std_normalize)
+                                      std=algo.std_normalize, std_of=algo.std_of)
         diagnostics = advantage_diagnostics(table, returns, advantages, logprob)
         offset = sum(len(shard["traj"]) for shard in shards[: self.world.rank])
         return turns, advantages[offset:offset + len(turns)], diagnostics

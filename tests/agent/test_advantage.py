@@ -65,6 +65,31 @@ def test_global_scope_lets_the_large_archetype_dominate():
     assert adv.tolist() == pytest.approx([-1 / rms, 1 / rms, -2 / rms, 2 / rms, -10 / rms, 10 / rms], abs=1e-5)
 
 
+def test_std_of_returns_divides_by_each_archetypes_reward_scale():
+    adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="per-archetype", std_of="returns")
+    # archetype a: returns 1, 3, 0, 4 (mean 2, std sqrt(2.5)); b: returns 10, 30 (std 10)
+    std_a = np.std([1.0, 3.0, 0.0, 4.0])
+    assert adv[:4].tolist() == pytest.approx([-1 / std_a, 1 / std_a, -2 / std_a, 2 / std_a], abs=1e-5)
+    assert adv[4:].tolist() == pytest.approx([-1, 1], abs=1e-5)
+
+
+def test_a_group_without_spread_does_not_inflate_the_others_under_std_of_returns():
+    case = dict(traj=[0, 1, 2, 3], group=[0, 0, 1, 1], archetype=["a"] * 4)
+    returns = np.array([0.0, 0.0, 1.0, 3.0])   # group 0 teaches nothing; group 1 centres to -1, 1
+    of_advantages = group_advantages(table(**case), returns, scope="per-archetype")
+    of_returns = group_advantages(table(**case), returns, scope="per-archetype", std_of="returns")
+    assert of_advantages[2:].tolist() == pytest.approx([-np.sqrt(2), np.sqrt(2)], abs=1e-5)   # rms sqrt(1/2)
+    assert of_returns[2:].tolist() == pytest.approx([-1 / np.sqrt(1.5), 1 / np.sqrt(1.5)], abs=1e-5)   # std of 0,0,1,3
+
+
+@pytest.mark.parametrize("std_of", ["advantages", "returns"])
+def test_per_archetype_statistics_ignore_an_archetypes_reward_scale(std_of):
+    weights = np.array([1.0, 1.0, 1.0, 1.0, 10.0, 10.0])   # archetype b played for ten times the stakes
+    plain = group_advantages(table(**SCOPE_CASE), RETURNS, scope="per-archetype", std_of=std_of)
+    weighted = group_advantages(table(**SCOPE_CASE), RETURNS * weights, scope="per-archetype", std_of=std_of)
+    assert weighted.tolist() == pytest.approx(plain.tolist(), abs=1e-6)
+
+
 def test_mean_only_normalisation():
     adv = group_advantages(table(**SCOPE_CASE), RETURNS, scope="per-archetype", std=False)
     assert adv.tolist() == pytest.approx([-1, 1, -2, 2, -10, 10])

@@ -95,7 +95,7 @@ def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
     {"dynamic_sampling": True},
     {"clip_high": 0.28, "loss_aggregation": "sequence"},
     {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
-    {"entropy_schedule": "cosine", "reward_weights": {"aggressive": 4.0}},
+    {"entropy_schedule": "cosine", "reward_weights": {"aggressive": 4.0}, "std_normalize": True, "std_of": "returns"},
 ])
 def test_resume_stays_bit_identical_with_each_option(tmp_path, train_until_killed, options):
     straight = Trainer(run_config(tmp_path, "straight", **options), progress=False)
@@ -125,6 +125,7 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     ({"clip_high": -0.1}, "clip_high"),
     ({"max_sampling_draws": 0}, "max_sampling_draws"),
     ({"entropy_schedule": "exponential"}, "entropy_schedule"),
+    ({"std_of": "rewards"}, "std_of"),
     ({"reward_weights": {"aggressive": 0.0}}, "reward_weights must be positive"),
 ])
 def test_new_options_are_validated_when_the_config_is_built(overrides, message):

@@ -149,7 +149,7 @@ def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
     def gradients(micro):
         trainer.config.algo.micro_batch_size = micro
         trainer.optimizer.zero_grad(set_to_none=True)
-        stats = trainer._minibatch_gradients(turns, advantages, reference, tokens)
+        stats = trainer._minibatch_gradients(turns, advantages, reference, tokens, trainer.config.algo.entropy_coef)
         return stats, [p.grad.clone() for p in trainer.policy.trainable_parameters()]
 
     (whole_stats, whole_grads), (split_stats, split_grads) = gradients(0), gradients(2)

@@ -36,7 +36,7 @@ def example_config(iterations: int = 150, eval_meta_episodes: int = 100, output_
         "population": TRAIN_POPULATION,
         "heldout": HELD_OUT,
         # the turns of a meta-episode share long prompt prefixes (the memory of earlier games):
-        # the packed forward runs them once (the same results, several times faster)
+        # the packed forward runs them once (the same results, 2.5 times as fast on CPU)
         "packed_forward": True,
         "iterations": iterations,
         "eval_meta_episodes": eval_meta_episodes,

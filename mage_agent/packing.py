@@ -178,7 +178,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
         _collect(part, hidden, starts, read, slots)
     for batch in chunks(plan.continuations):
         part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
-        past = store.gather([r.parent for r in part], [len(plan.prefixes[r.parent].tokens) for r in part], device)
+        past = store.gather([r.parent for r in part], [r.offset for r in part], device)
         hidden, _ = _decoder_pass(lm, _Inputs.of(part, device), past)
         _collect(part, hidden, starts, read, slots)
     order = torch.empty(len(slots), dtype=torch.long)
@@ -273,6 +273,7 @@ class _Inputs:
 
     @classmethod
     def of(cls, part: list[PlannedRow], device: torch.device) -> _Inputs:
+        """The inputs of a pass over ``part``, on ``device``."""
         width = max(len(r.tokens) for r in part)
         ids = torch.tensor([list(r.tokens) + [0] * (width - len(r.tokens)) for r in part], dtype=torch.long)
         positions = torch.tensor([r.offset for r in part])[:, None] + torch.arange(width)

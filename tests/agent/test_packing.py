@@ -114,8 +114,10 @@ def test_a_plan_covers_each_row_once_and_shares_only_long_prefixes():
     assert sorted(i for batch in batches for i in batch) == list(range(len(plan.continuations)))
 
 
-def test_packed_sampling_matches_the_plain_forward(tokenizer):
-    plain, packed = pair(tokenizer, build_model(tokenizer, TinyConfig(seed=4)))
+@pytest.mark.parametrize("build", [lambda tok: build_model(tok, TinyConfig(seed=4)), grouped_query_model],
+                         ids=["tiny", "grouped-query"])
+def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
+    plain, packed = pair(tokenizer, build(tokenizer))
     prompts = ["You hold the King . Legal actions : check , bet"] * 3 + ["Opponent bets . You", "You hold the King ."]
     allowed = [plain.single_token_ids(["check", "bet"])] * 3 + [None, plain.single_token_ids(["fold", "call"])]
     for sampling, ids in [(Sampling(max_new_tokens=1), allowed), (Sampling(max_new_tokens=1, temperature=0.5), None),

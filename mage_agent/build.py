@@ -82,7 +82,7 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     keep_reference = config.algo.kl_coef > 0
     if checkpoint is None:
         return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype,
-                                      system_prompt=model_cfg.system_prompt)
+                                      system_prompt=model_cfg.system_prompt, packed_forward=model_cfg.packed_forward)
     tokenizer = AutoTokenizer.from_pretrained(base)
     saved = checkpoint / "model"
     if lora is not None:
@@ -90,11 +90,12 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
 
         adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
                                             is_trainable=True)
-        return Policy(adapted, tokenizer, device=device, system_prompt=model_cfg.system_prompt)
+        return Policy(adapted, tokenizer, device=device, system_prompt=model_cfg.system_prompt,
+                      packed_forward=model_cfg.packed_forward)
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference,
-                  system_prompt=model_cfg.system_prompt)
+                  system_prompt=model_cfg.system_prompt, packed_forward=model_cfg.packed_forward)
 
 
 def sampling_of(config: TrainConfig) -> Sampling:

@@ -6,6 +6,10 @@
   gradients, for the loss; ``reference=True`` gives the reference policy's: the same model
   with the LoRA adapter disabled (no second copy), or a frozen copy when all weights train.
 
+``packed_forward=True`` (Llama-family models) scores, and samples single tokens, through
+:mod:`mage_agent.packing`: shared prompt prefixes run once and the last layer only where
+logits are read; the values and gradients are the plain forward's up to float rounding.
+
 Log-probs are those of the temperature-scaled distribution (restricted to the allowed
 tokens when given); top-p / top-k truncation shapes sampling only. Dropout is always off,
 so sampling and scoring see the same distribution.
@@ -27,7 +31,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
 
 import torch
-from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedModel, PreTrainedTokenizerBase
+from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
+
+from .packing import final_hidden
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -118,12 +124,14 @@ class Policy:
         keep_reference: bool = True,
         reference_model: PreTrainedModel | None = None,
         system_prompt: str = "",
+        packed_forward: bool = False,
     ) -> None:
         """``lora`` wraps ``model`` in a new adapter; a model that already carries a peft
         adapter (a resumed run) is used as is. Without an adapter the reference policy is
         ``reference_model``, or a frozen copy of ``model`` when ``keep_reference``.
         ``system_prompt`` (chat models) is every prompt's system message; empty: the chat
-        template's own default."""
+        template's own default. ``packed_forward``: score (and sample single tokens)
+        through :mod:`mage_agent.packing` (Llama-family models only)."""
         if tokenizer.pad_token_id is None:
             tokenizer.pad_token = tokenizer.eos_token
         self.tokenizer = tokenizer
@@ -146,6 +154,9 @@ class Policy:
         self.model: CausalLM = moved(model, self.device)
         self.has_adapter = hasattr(self.model, "disable_adapter")
         self.activation_checkpointing = False
+        self.packed_forward = packed_forward
+        if packed_forward and not isinstance(self._base(self.model), LlamaForCausalLM):
+            raise ValueError(f"packed_forward needs a Llama-family model, not {type(self._base(self.model)).__name__}")
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
@@ -156,7 +167,7 @@ class Policy:
     @classmethod
     def from_pretrained(
         cls, name_or_path: str, lora: LoraSettings | None = None, device: str = "cpu", keep_reference: bool = True,
-        dtype: torch.dtype | None = None, system_prompt: str = "",
+        dtype: torch.dtype | None = None, system_prompt: str = "", packed_forward: bool = False,
     ) -> Policy:
         """Load a local path, a hub id or an embedded model's name (``smollm2-135m``, see
         :mod:`mage_agent.pretrained`); ``dtype`` defaults to :func:`default_dtype`."""
@@ -167,7 +178,7 @@ class Policy:
         tokenizer = AutoTokenizer.from_pretrained(name_or_path)
         model = AutoModelForCausalLM.from_pretrained(name_or_path, dtype=dtype)
         return cls(model, tokenizer, lora=lora, device=device, keep_reference=keep_reference,
-                   system_prompt=system_prompt)
+                   system_prompt=system_prompt, packed_forward=packed_forward)
 
     # ------------------------------------------------------------------ prompts
     @property
@@ -274,14 +285,14 @@ class Policy:
 
     def _generate_batch(self, encoded: list[list[int]], sampling: Sampling,
                         allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
-        input_ids, attention = self._left_pad(encoded)
         allowed_mask = self._allowed_mask(allowed_ids, len(encoded))
         self.model.eval()
-        positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        out = self.model(input_ids=input_ids, attention_mask=attention, position_ids=positions,
-                         use_cache=True, logits_to_keep=1)
-        cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
-        past, logits = out[cache_key], out.logits[:, -1, :]
+        decoder: _Decoder | None = None
+        if self.packed_forward and sampling.max_new_tokens == 1:  # a single token: no KV cache to keep
+            logits = self._next_token_logits(encoded)
+        else:
+            decoder = _Decoder(self.model, *self._left_pad(encoded))
+            logits = decoder.logits
         eos = self.tokenizer.eos_token_id
         finished = [False] * len(encoded)
         #: where a row's text ends, once it holds a stop string
@@ -299,13 +310,9 @@ class Policy:
                     if sampling.stop:
                         cut[row] = self._stop_at(tokens[row], sampling.stop)
                     finished[row] = sampled == eos or cut[row] is not None
-            if all(finished) or step == sampling.max_new_tokens - 1:
+            if decoder is None or all(finished) or step == sampling.max_new_tokens - 1:
                 break
-            attention = torch.cat([attention, torch.ones_like(attention[:, :1])], dim=1)
-            positions = positions[:, -1:] + 1
-            out = self.model(input_ids=token[:, None], attention_mask=attention, position_ids=positions,
-                             use_cache=True, **{cache_key: past})
-            past, logits = out[cache_key], out.logits[:, -1, :]
+            logits = decoder.step(token)
         results = []
         for row in range(len(encoded)):
             ended = cut[row] is not None or (bool(tokens[row]) and tokens[row][-1] == eos)
@@ -383,6 +390,34 @@ class Policy:
         policy scores them, without gradients.
         """
         rows = len(prompt_ids)
+        model, context = self._scorer(reference)
+        with context:
+            if self.packed_forward:
+                picked = self._packed_completion_logits(model, prompt_ids, completion_ids)
+            else:
+                picked = self._padded_completion_logits(model, prompt_ids, completion_ids)
+        comp_width = max(len(c) for c in completion_ids)
+        pad = self.tokenizer.pad_token_id
+        targets = torch.tensor([list(c) + [pad] * (comp_width - len(c)) for c in completion_ids], dtype=torch.long)
+        mask = torch.tensor([[True] * len(c) + [False] * (comp_width - len(c)) for c in completion_ids],
+                            dtype=torch.bool)
+        targets, mask = targets.to(self.device), mask.to(self.device)
+        allowed = self._allowed_mask(allowed_ids, rows)
+        if allowed is not None:
+            allowed = allowed[:, None, :].expand_as(picked)
+        scores = picked.float() / temperature
+        if allowed is not None:
+            scores = scores.masked_fill(~allowed, float("-inf"))
+        log_probs = torch.log_softmax(scores, -1)
+        token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
+        probs = log_probs.exp()
+        entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+        return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
+
+    def _padded_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
+                                  completion_ids: Sequence[list[int]]) -> torch.Tensor:
+        """The logits that predict each completion token, ``(rows, max completion length,
+        vocabulary)`` (padding rows: position 0's), from one right-padded forward pass."""
         # The positions that predict a completion read the prompt and all of the completion
         # except its last token, so that is all the model is fed; rows with the same input (a
         # group's copies often share a prompt) share one forward pass.
@@ -402,35 +437,60 @@ class Policy:
         gather_pos = torch.tensor([list(range(len(p) - 1 - first, len(p) + len(c) - 1 - first))
                                    + [0] * (comp_width - len(c)) for p, c in zip(prompt_ids, completion_ids)],
                                   dtype=torch.long)
-        targets = torch.tensor([list(c) + [pad] * (comp_width - len(c)) for c in completion_ids], dtype=torch.long)
-        mask = torch.tensor([[True] * len(c) + [False] * (comp_width - len(c)) for c in completion_ids],
-                            dtype=torch.bool)
         ids, attention, source = ids.to(self.device), attention.to(self.device), source.to(self.device)
-        gather_pos, targets, mask = gather_pos.to(self.device), targets.to(self.device), mask.to(self.device)
-        model, context = self._scorer(reference)
-        with context:  # one pass, no KV cache
-            logits = model(input_ids=ids, attention_mask=attention, use_cache=False, logits_to_keep=kept).logits
-        picked = logits[source[:, None], gather_pos]  # (rows, completion tokens, vocabulary)
-        allowed = self._allowed_mask(allowed_ids, rows)
-        if allowed is not None:
-            allowed = allowed[:, None, :].expand_as(picked)
-        scores = picked.float() / temperature
-        if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        log_probs = torch.log_softmax(scores, -1)
-        token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
-        probs = log_probs.exp()
-        entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
-        return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
+        gather_pos = gather_pos.to(self.device)
+        # one pass, no KV cache
+        logits = model(input_ids=ids, attention_mask=attention, use_cache=False, logits_to_keep=kept).logits
+        return logits[source[:, None], gather_pos]
+
+    def _packed_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
+                                  completion_ids: Sequence[list[int]]) -> torch.Tensor:
+        """:meth:`_padded_completion_logits` through :func:`~mage_agent.packing.final_hidden`:
+        rows with the same input share it, and only the hidden states that predict a
+        completion token reach the LM head."""
+        inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
+        unique: dict[tuple[int, ...], int] = {}
+        source = [unique.setdefault(row, len(unique)) for row in inputs]
+        first = [len(row) for row in unique]   # each input's first read position: its shortest prompt's last
+        for u, prompt in zip(source, prompt_ids):
+            first[u] = min(first[u], len(prompt) - 1)
+        starts = [0]
+        for row, start in zip(unique, first):
+            starts.append(starts[-1] + len(row) - start)
+        comp_width = max(len(c) for c in completion_ids)
+        index = torch.tensor([starts[u] + len(p) - 1 - first[u] + j if j < len(c) else starts[u]
+                              for u, p, c in zip(source, prompt_ids, completion_ids) for j in range(comp_width)],
+                             dtype=torch.long, device=self.device)
+        lm = self._llama(model)
+        hidden = final_hidden(lm, list(unique), first).index_select(0, index)
+        return lm.lm_head(hidden.view(len(inputs), comp_width, -1))
+
+    def _next_token_logits(self, encoded: list[list[int]]) -> torch.Tensor:
+        """The logits of the token after each prompt (``(rows, vocabulary)``), through
+        :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
+        unique: dict[tuple[int, ...], int] = {}
+        source = [unique.setdefault(tuple(row), len(unique)) for row in encoded]
+        lm = self._llama(self.model)
+        hidden = final_hidden(lm, list(unique), [len(row) - 1 for row in unique])
+        return lm.lm_head(hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)))
+
+    def _base(self, model: CausalLM) -> PreTrainedModel:
+        """The transformers model of ``model`` (inside its peft wrapper, if any)."""
+        if hasattr(model, "get_base_model"):   # a peft model
+            return cast(PreTrainedModel, cast("PeftModel", model).get_base_model())
+        return cast(PreTrainedModel, model)
+
+    def _llama(self, model: CausalLM) -> LlamaForCausalLM:
+        """The Llama model of ``model`` (checked when the policy is built with ``packed_forward``)."""
+        return cast(LlamaForCausalLM, self._base(model))
 
     def enable_activation_checkpointing(self) -> None:
         """Keep no decoder-layer activations for backward; recompute them instead (less
         memory on long prompts, for about one more forward pass of time). Values and
         gradients are unchanged."""
-        if self.has_adapter:  # a peft model, whose base is the transformers model
-            base = cast(PreTrainedModel, cast("PeftModel", self.model).get_base_model())
-        else:
-            base = cast(PreTrainedModel, self.model)
+        if self.packed_forward:
+            raise ValueError("packed_forward runs its own layer loop: it cannot recompute activations")
+        base = self._base(self.model)
         enable = getattr(base, "activation_checkpointing_enable", None)
         if enable is not None:  # transformers >= 5.x names it so
             enable(activation_checkpointing_kwargs={"use_reentrant": False})
@@ -456,6 +516,29 @@ class Policy:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
+
+
+class _Decoder:
+    """KV-cached decoding of a left-padded batch: ``logits`` are the next token's after the
+    prompts, then after each token that :meth:`step` feeds."""
+
+    def __init__(self, model: CausalLM, input_ids: torch.Tensor, attention: torch.Tensor) -> None:
+        self.model = model
+        self.attention = attention
+        self.positions = (attention.cumsum(-1) - 1).clamp(min=0)
+        out = model(input_ids=input_ids, attention_mask=attention, position_ids=self.positions,
+                    use_cache=True, logits_to_keep=1)
+        self.cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
+        self.past, self.logits = out[self.cache_key], out.logits[:, -1, :]
+
+    def step(self, token: torch.Tensor) -> torch.Tensor:
+        """The next token's logits once every row has taken ``token`` (one per row)."""
+        self.attention = torch.cat([self.attention, torch.ones_like(self.attention[:, :1])], dim=1)
+        self.positions = self.positions[:, -1:] + 1
+        out = self.model(input_ids=token[:, None], attention_mask=self.attention, position_ids=self.positions,
+                         use_cache=True, **{self.cache_key: self.past})
+        self.past, self.logits = out[self.cache_key], out.logits[:, -1, :]
+        return self.logits
 
 
 class _NoGradAdapterOff:

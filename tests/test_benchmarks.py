@@ -29,6 +29,17 @@ def test_scoring_memory_compares_both_variants_on_the_same_log_probs():
     assert "memory ratio plain/policy:" in done.stdout
 
 
+def test_ttt_speed_times_both_forwards_and_checks_their_metrics_agree():
+    pytest.importorskip("torch")
+    script = SCRIPT.parent / "ttt_speed.py"
+    done = subprocess.run([sys.executable, str(script), "--iterations", "1", "--warmup", "0", "--groups", "2"],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]   # non-zero: the metrics disagree
+    assert "metrics agree: yes" in done.stdout
+    assert float(done.stdout.split("speed-up plain/packed:")[1].split("x")[0]) > 0
+    assert [line.split()[0] for line in done.stdout.splitlines() if "update" in line] == ["plain", "packed"]
+
+
 def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):
     pytest.importorskip("torch")
     script = SCRIPT.parent / "learning.py"

@@ -1,0 +1,345 @@
+"""A cheaper forward pass for Llama-family models, with the same values and gradients.
+
+Two savings, both exact (up to float rounding):
+
+* **Shared prefixes run once.** Rows that agree on a long prefix (the turns of one
+  trajectory share the rules and the memory of earlier games) are split: the shared prefix
+  runs once, and each row's continuation attends to the prefix's keys and values (layer by
+  layer) and to itself, causally, at positions that follow the prefix. Gradients reach the
+  prefix through every continuation that reads it.
+* **The last layer only where it is read.** Every position needs the last layer's keys and
+  values, but its queries, attention output and MLP only matter at the positions whose
+  hidden states are asked for (those that predict a completion token).
+
+Rows are run in chunks of similar widths (little padding); :func:`final_hidden` returns the
+final hidden states (after the last norm) at each row's query positions.
+
+Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
+    >>> shared = tuple(range(3, 73))
+    >>> plan = plan_rows([shared + (80, 81), shared + (90,), (5, 6, 7)], [70, 70, 1])
+    >>> [(len(r.tokens), r.offset, r.parent, r.first, r.source) for r in plan.prefixes]
+    [(70, 0, -1, 70, -1), (3, 0, -1, 1, 2)]
+    >>> [(r.tokens, r.offset, r.parent, r.first, r.source) for r in plan.continuations]
+    [((80, 81), 70, 0, 0, 0), ((90,), 70, 0, 0, 1)]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Sequence
+
+import numpy as np
+import torch
+from transformers import LlamaForCausalLM
+from transformers.integrations.sdpa_attention import sdpa_attention_forward
+from transformers.models.llama.modeling_llama import rotate_half
+
+#: Neighbouring rows (in sorted order) share a prefix run once when they agree on at least
+#: this many tokens; shorter common prefixes are not worth a second pass.
+MIN_SHARED = 32
+#: The cost model of :func:`chunks`, in attention scores (one query's over one key, per
+#: row): a token's own work (projections, MLP), and a pass's overhead (measured on CPU with
+#: the embedded model).
+TOKEN_COST = 200
+PASS_COST = 120_000
+#: Rows in one pass at most (bounds the search for the cuts).
+MAX_CHUNK = 512
+#: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each.
+KeyValues = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+@dataclass(frozen=True)
+class PlannedRow:
+    """One row of a pass: ``tokens`` at positions ``offset`` onwards, after the keys and
+    values of prefix row ``parent`` (``-1``: none, ``offset`` 0); hidden states are read
+    from index ``first`` of ``tokens`` to its end for input row ``source`` (``-1``: none,
+    ``first == len(tokens)``)."""
+
+    tokens: tuple[int, ...]
+    offset: int
+    parent: int
+    first: int
+    source: int
+
+
+@dataclass
+class Plan:
+    """Prefix rows (run first: shared prefixes and rows that share nothing) and the
+    continuations that attend to them."""
+
+    prefixes: list[PlannedRow] = field(default_factory=list)
+    continuations: list[PlannedRow] = field(default_factory=list)
+
+
+def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
+    """How many leading tokens ``a`` and ``b`` share.
+
+    Example:
+        >>> common_prefix((1, 2, 3), (1, 2, 4, 5)), common_prefix((), (1,))
+        (2, 0)
+    """
+    n = min(len(a), len(b))
+    i = 0
+    while i < n and a[i] == b[i]:
+        i += 1
+    return i
+
+
+def _runs(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[tuple[list[int], int]]:
+    """Rows in sorted order cut into runs that share a prefix, each with the length of
+    the prefix that all of its rows share (at most each row's ``first``: queries stay in
+    the continuations). A row joins the run before it while that does not lower the run's
+    total saving, ``(rows - 1) * shared``."""
+    order = sorted(range(len(rows)), key=rows.__getitem__)
+    runs: list[tuple[list[int], int]] = []
+    for previous, row in zip([None, *order], order):
+        shared = 0 if previous is None else min(common_prefix(rows[previous], rows[row]), first[row])
+        if runs and shared >= MIN_SHARED:
+            members, run_shared = runs[-1]
+            joined = min(run_shared, shared)
+            if len(members) * joined >= (len(members) - 1) * run_shared:
+                runs[-1] = (members + [row], joined)
+                continue
+        runs.append(([row], first[row]))
+    return runs
+
+
+def plan_rows(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> Plan:
+    """Split distinct ``rows`` into shared prefixes and continuations; ``first[r]`` is the
+    first position of row ``r`` whose hidden state is read (all after it are read too)."""
+    plan = Plan()
+    for members, shared in _runs(rows, first):
+        if len(members) == 1 or shared < MIN_SHARED:
+            plan.prefixes += [PlannedRow(rows[r], 0, -1, first[r], r) for r in members]
+            continue
+        parent = len(plan.prefixes)
+        plan.prefixes.append(PlannedRow(rows[members[0]][:shared], 0, -1, shared, -1))
+        plan.continuations += [PlannedRow(rows[r][shared:], shared, parent, first[r] - shared, r) for r in members]
+    return plan
+
+
+def chunks(rows: Sequence[PlannedRow]) -> list[list[int]]:
+    """Indices of ``rows`` in batches that cost least to run padded: rows sorted by width
+    (then offset), cut where :func:`pass_cost` summed over the batches is least (dynamic
+    programming over the cuts, batches of at most :data:`MAX_CHUNK` rows).
+
+    Example (two narrow rows, one that continues a long prefix, two wide ones):
+        >>> row = lambda n, offset=0: PlannedRow((1,) * n, offset, -1, n, -1)
+        >>> chunks([row(100), row(400), row(110), row(120, 3000), row(410)])
+        [[0, 2], [3], [1, 4]]
+    """
+    order = sorted(range(len(rows)), key=lambda i: (len(rows[i].tokens), rows[i].offset))
+    widths = np.array([len(rows[i].tokens) for i in order], dtype=float)   # ascending: a batch's last is its widest
+    offsets = np.array([rows[i].offset for i in order], dtype=float)
+    best = np.zeros(len(order) + 1)   # best[j]: the cheapest batches of the first j rows
+    cut = [0] * (len(order) + 1)
+    for end in range(1, len(order) + 1):
+        low = max(end - MAX_CHUNK, 0)
+        offset = np.maximum.accumulate(offsets[low:end][::-1])   # of the batches [end - 1 - k, end)
+        sizes = np.arange(1, end - low + 1)
+        costs = best[low:end][::-1] + pass_cost(sizes, widths[end - 1], offset)
+        k = int(np.argmin(costs))
+        best[end], cut[end] = costs[k], end - 1 - k
+    batches = []
+    end = len(order)
+    while end:
+        batches.append(order[cut[end]:end])
+        end = cut[end]
+    return batches[::-1]
+
+
+def pass_cost(rows: Any, width: Any, offset: Any) -> Any:
+    """A model of a padded pass's time: attention scores (``width`` queries over ``offset
+    + width`` keys), per-token work worth :data:`TOKEN_COST` scores, and a fixed
+    :data:`PASS_COST` per pass (numbers or arrays).
+
+    Example:
+        >>> pass_cost(2, 10, 0) == 2 * 10 * (10 + TOKEN_COST) + PASS_COST
+        True
+    """
+    return rows * width * (width + offset + TOKEN_COST) + PASS_COST
+
+
+def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> torch.Tensor:
+    """Final hidden states of distinct ``rows`` at positions ``first[r]`` to the row's end,
+    concatenated in row order: ``(sum of len(rows[r]) - first[r], hidden size)``."""
+    plan = plan_rows(rows, first)
+    device = lm.device
+    starts = [0]
+    for row, start in zip(rows, first):
+        starts.append(starts[-1] + len(row) - start)
+    read: list[torch.Tensor] = []   # the hidden states of each pass's queries
+    slots: list[int] = []           # the output rows they fill, in the same order
+    store = _Store()
+    for batch in chunks(plan.prefixes):
+        part = [plan.prefixes[i] for i in batch]
+        hidden, present = _decoder_pass(lm, _Inputs.of(part, device))
+        store.add(batch, present)
+        _collect(part, hidden, starts, read, slots)
+    for batch in chunks(plan.continuations):
+        part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
+        past = store.gather([r.parent for r in part], [r.offset for r in part], device)
+        hidden, _ = _decoder_pass(lm, _Inputs.of(part, device), past)
+        _collect(part, hidden, starts, read, slots)
+    order = torch.empty(len(slots), dtype=torch.long)
+    order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))
+    return torch.cat(read).index_select(0, order.to(device))
+
+
+def _collect(part: list[PlannedRow], hidden: torch.Tensor | None, starts: list[int], read: list[torch.Tensor],
+             slots: list[int]) -> None:
+    """Append a pass's query states to ``read`` and the output rows they fill to ``slots``."""
+    if hidden is not None:
+        read.append(hidden)
+        slots += [starts[r.source] + q for r in part if r.source >= 0 for q in range(len(r.tokens) - r.first)]
+
+
+def take(values: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+    """``values[i, j]`` for each flat index ``i * values.shape[1] + j`` of ``index``, shaped
+    as ``index`` (an ``index_select``, whose gradient is cheaper than advanced indexing's).
+
+    Example:
+        >>> take(torch.arange(6).view(2, 3), torch.tensor([[5, 0]])).tolist()
+        [[5, 0]]
+    """
+    flat = values.flatten(0, 1).index_select(0, index.flatten())
+    return flat.view(*index.shape, *values.shape[2:])
+
+
+@dataclass
+class _Past:
+    """Prefix keys and values that a pass's rows continue, per layer ``(batch, width, kv
+    heads, head dim)``, and which of their positions are real ``(batch, width)``."""
+
+    keys_values: KeyValues
+    valid: torch.Tensor
+
+
+@dataclass
+class _Store:
+    """The prefix passes' keys and values; ``where[i]``: prefix row ``i``'s pass and row in it."""
+
+    passes: list[KeyValues] = field(default_factory=list)
+    where: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def add(self, batch: list[int], present: KeyValues) -> None:
+        """Keep the keys and values of the pass that ran prefix rows ``batch``."""
+        self.where.update((i, (len(self.passes), k)) for k, i in enumerate(batch))
+        self.passes.append(present)
+
+    def gather(self, parents: list[int], lengths: list[int], device: torch.device) -> _Past:
+        """The keys and values of prefix rows ``parents`` (``lengths`` tokens each; grouped
+        by pass), right-padded. Whole rows are selected, so that the gradient's scatter is
+        cheap."""
+        width = max(lengths)
+        runs: list[tuple[int, list[int]]] = []   # (pass, its rows), in the order of `parents`
+        for parent in parents:
+            number, row = self.where[parent]
+            if runs and runs[-1][0] == number:
+                runs[-1][1].append(row)
+            else:
+                runs.append((number, [row]))
+        indices = [(number, torch.tensor(rows, dtype=torch.long, device=device)) for number, rows in runs]
+
+        def select(layer: int, which: int) -> torch.Tensor:
+            return torch.cat([_fit(self.passes[number][layer][which].index_select(0, index), width)
+                              for number, index in indices])
+
+        layers = len(self.passes[0])
+        valid = torch.arange(width, device=device)[None, :] < torch.tensor(lengths, device=device)[:, None]
+        return _Past([(select(layer, 0), select(layer, 1)) for layer in range(layers)], valid)
+
+
+def _fit(states: torch.Tensor, width: int) -> torch.Tensor:
+    """``(batch, positions, heads, head dim)`` states cut or right-padded to ``width`` positions."""
+    if states.shape[1] >= width:
+        return states[:, :width]
+    return torch.nn.functional.pad(states, (0, 0, 0, 0, 0, width - states.shape[1]))
+
+
+@dataclass
+class _Inputs:
+    """A pass's rows, right-padded: token ids and positions ``(batch, width)``; the rows
+    that are read (``reads``), their query positions ``(reads, queries)`` (padded with
+    the row's last) and, as flat indices for :func:`take`, where those lie in the batch
+    (``queries``) and which of them are real (``real``)."""
+
+    ids: torch.Tensor
+    positions: torch.Tensor
+    reads: torch.Tensor
+    query_positions: torch.Tensor
+    queries: torch.Tensor
+    real: torch.Tensor
+
+    @classmethod
+    def of(cls, part: list[PlannedRow], device: torch.device) -> _Inputs:
+        """The inputs of a pass over ``part``, on ``device``."""
+        width = max(len(r.tokens) for r in part)
+        ids = torch.tensor([list(r.tokens) + [0] * (width - len(r.tokens)) for r in part], dtype=torch.long)
+        positions = torch.tensor([r.offset for r in part])[:, None] + torch.arange(width)
+        reads = [b for b, r in enumerate(part) if r.source >= 0]
+        steps = torch.arange(max((len(part[b].tokens) - part[b].first for b in reads), default=0))
+        first = torch.tensor([part[b].first for b in reads], dtype=torch.long)[:, None]
+        last = torch.tensor([len(part[b].tokens) - 1 for b in reads], dtype=torch.long)[:, None]
+        query_positions = torch.minimum(first + steps, last)
+        queries = torch.tensor(reads, dtype=torch.long)[:, None] * width + query_positions
+        real = torch.nonzero((first + steps <= last).flatten())[:, 0]
+        return cls(*(t.to(device) for t in (ids, positions, torch.tensor(reads, dtype=torch.long), query_positions,
+                                             queries, real)))
+
+
+def _rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotary embedding of ``(batch, width, heads, head dim)`` states, as transformers' Llama."""
+    return (x * cos[:, :, None]) + (rotate_half(x) * sin[:, :, None])
+
+
+def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
+    """``(batch, width, heads * head dim)`` as ``(batch, width, heads, head dim)``."""
+    return x.view(*x.shape[:2], -1, head_dim)
+
+
+def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
+                  past: _Past | None = None) -> tuple[torch.Tensor | None, KeyValues]:
+    """Run ``inputs`` through the decoder after ``past``; return the final hidden states
+    of the real query positions, row by row (``None``: no row is read), and the pass's keys
+    and values."""
+    base = lm.model
+    hidden = base.embed_tokens(inputs.ids)
+    cos, sin = base.rotary_emb(hidden, inputs.positions)
+    width = inputs.ids.shape[1]
+    # without a past, the causal mask alone (pads come last, after every real position)
+    mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
+    present: KeyValues = []
+    for number, layer in enumerate(base.layers):
+        attention = layer.self_attn
+        x = layer.input_layernorm(hidden)
+        key = _rope(_heads(attention.k_proj(x), attention.head_dim), cos, sin)
+        value = _heads(attention.v_proj(x), attention.head_dim)
+        present.append((key, value))
+        if past is not None:
+            key = torch.cat([past.keys_values[number][0], key], dim=1)
+            value = torch.cat([past.keys_values[number][1], value], dim=1)
+        if number == len(base.layers) - 1:   # only the query positions are read from here on
+            if not len(inputs.reads):
+                return None, present
+            hidden, x, cos, sin = (take(t, inputs.queries) for t in (hidden, x, cos, sin))
+            key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
+            mask = _mask(inputs.query_positions, width, None if past is None else past.valid.index_select(0, inputs.reads))
+        query = _rope(_heads(attention.q_proj(x), attention.head_dim), cos, sin)
+        attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
+                                             value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)
+        hidden = hidden + attention.o_proj(attended.reshape(*attended.shape[:2], -1))
+        hidden = hidden + layer.mlp(layer.post_attention_layernorm(hidden))
+    return take(base.norm(hidden), inputs.real[:, None])[:, 0], present
+
+
+def _mask(query_positions: torch.Tensor, width: int, past_valid: torch.Tensor | None) -> torch.Tensor:
+    """Which keys each query reads, ``(batch, 1, queries, past + width)``: the real past
+    positions, and its own row's positions up to its own (``query_positions``: ``(batch or
+    1, queries)``)."""
+    own = torch.arange(width, device=query_positions.device) <= query_positions[:, :, None]
+    if past_valid is None:
+        return own[:, None]
+    own = own.expand(len(past_valid), -1, -1)
+    seen = past_valid[:, None, :].expand(-1, own.shape[1], -1)
+    return torch.cat([seen, own], dim=-1)[:, None]

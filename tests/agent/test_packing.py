@@ -1,0 +1,154 @@
+"""The packed forward (``packed_forward``, mage_agent.packing): the log-probs, entropies,
+gradients, samples and training metrics of the plain forward, to float rounding."""
+
+import copy
+
+import pytest
+import torch
+from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
+
+from mage_agent import packing
+from mage_agent.policy import LoraSettings, Policy, Sampling
+from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
+from mage_agent.trainer import Trainer
+
+from .test_trainer import run_config
+
+WORDS = ["You hold the King . Legal actions : check , bet , fold , call", "Opponent bets . You call ."]
+
+
+@pytest.fixture(scope="module")
+def tokenizer():
+    return build_tokenizer(WORDS)
+
+
+def grouped_query_model(tokenizer):
+    """A tiny Llama whose 4 query heads share 2 key/value heads."""
+    torch.manual_seed(5)
+    return LlamaForCausalLM(LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64,
+                                        num_hidden_layers=3, num_attention_heads=4, num_key_value_heads=2,
+                                        pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True))
+
+
+def pair(tokenizer, model, lora=None):
+    """A plain policy and a packed one with the same weights (adapter included)."""
+    plain = Policy(model, tokenizer, lora=lora, keep_reference=lora is None)
+    return plain, Policy(copy.deepcopy(plain.model), tokenizer, keep_reference=lora is None, packed_forward=True)
+
+
+def rows(vocab):
+    """Prompts that share a long prefix (or part of it, or nothing), with completions of
+    several lengths; rows 0 and 4 have the same input, row 5's prompt is row 0's prompt and
+    completion, and the last two share another, shorter prefix (continuations of prefixes
+    of two lengths)."""
+    g = torch.Generator().manual_seed(0)
+    draw = lambda n: torch.randint(4, vocab, (n,), generator=g).tolist()  # noqa: E731
+    shared, other = draw(40), draw(34)
+    own = draw(5)
+    prompts = [shared + own, shared + draw(9), shared[:36] + draw(6), draw(12), shared + own, shared + own + [11],
+               shared[:20] + draw(30), other + draw(3), other + draw(7)]
+    completions = [[11], [12, 13, 14], [15, 16], [17], [18], [19, 20, 21], [22, 23], [5], [6, 7]]
+    allowed = [[11, 12, 18], None, None, None, [11, 12, 18], None, None, None, None]
+    return prompts, completions, allowed
+
+
+def scored(policy, prompts, completions, allowed, temperature=1.0, reference=False):
+    """Log-probs, entropies, mask, and the gradients of their sum."""
+    policy.model.zero_grad()
+    logprobs, entropy, mask = policy.completion_logprobs(prompts, completions, temperature=temperature,
+                                                         allowed_ids=allowed, reference=reference)
+    if not reference:
+        (logprobs.sum() + entropy.sum()).backward()
+    grads = [p.grad.clone() for p in policy.model.parameters() if p.grad is not None]
+    return logprobs.detach(), entropy.detach(), mask, grads
+
+
+@pytest.mark.parametrize("build, lora, temperature, min_shared", [
+    (lambda tok: build_model(tok, TinyConfig(seed=1)), None, 1.0, packing.MIN_SHARED),
+    (lambda tok: build_model(tok, TinyConfig(seed=1)), None, 0.7, 4),   # more, shorter shared prefixes
+    (grouped_query_model, None, 1.0, packing.MIN_SHARED),
+    (lambda tok: build_model(tok, TinyConfig(seed=2)), LoraSettings(rank=4, alpha=8, dropout=0.5), 1.0, 4),
+], ids=["tiny", "tiny-short-prefixes", "grouped-query", "lora"])
+def test_packed_scoring_matches_the_plain_forward(tokenizer, monkeypatch, build, lora, temperature, min_shared):
+    monkeypatch.setattr(packing, "MIN_SHARED", min_shared)
+    plain, packed = pair(tokenizer, build(tokenizer), lora)
+    if lora is not None:
+        with torch.no_grad():  # a non-zero adapter, so that the reference (adapter off) differs
+            for policy in (plain, packed):
+                for name, param in policy.model.named_parameters():
+                    if "lora_B" in name:
+                        param.fill_(0.05)
+    prompts, completions, allowed = rows(len(tokenizer))
+    want = scored(plain, prompts, completions, allowed, temperature)
+    got = scored(packed, prompts, completions, allowed, temperature)
+    assert torch.equal(got[2], want[2])
+    assert torch.allclose(got[0], want[0], atol=1e-5) and torch.allclose(got[1], want[1], atol=1e-5)
+    assert float(got[0][~got[2]].abs().sum()) == 0.0 and float(got[1][~got[2]].abs().sum()) == 0.0
+    assert len(got[3]) == len(want[3]) > 0
+    for a, b in zip(got[3], want[3]):
+        assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+    if lora is not None:
+        ref_want = scored(plain, prompts, completions, allowed, temperature, reference=True)
+        ref_got = scored(packed, prompts, completions, allowed, temperature, reference=True)
+        assert torch.allclose(ref_got[0], ref_want[0], atol=1e-5)
+        assert not torch.allclose(ref_got[0], got[0], atol=1e-4)   # the adapter was off
+
+
+def test_a_plan_covers_each_row_once_and_shares_only_long_prefixes():
+    g = torch.Generator().manual_seed(1)
+    shared = torch.randint(4, 50, (60,), generator=g).tolist()
+    inputs = [tuple(shared[:n] + torch.randint(4, 50, (k,), generator=g).tolist())
+              for n, k in [(60, 3), (60, 8), (50, 4), (10, 40), (0, 20), (60, 1), (45, 9)]]
+    first = [len(row) - 2 for row in inputs]
+    plan = packing.plan_rows(inputs, first)
+    rebuilt = {}
+    for row in plan.prefixes + plan.continuations:
+        prefix = plan.prefixes[row.parent].tokens if row.parent >= 0 else ()
+        assert len(prefix) == row.offset and (row.parent < 0 or plan.prefixes[row.parent].source < 0)
+        assert row.parent < 0 or row.offset >= packing.MIN_SHARED
+        if row.source >= 0:
+            rebuilt[row.source] = (prefix + row.tokens, row.offset + row.first)
+    assert rebuilt == {r: (inputs[r], first[r]) for r in range(len(inputs))}
+    assert len(plan.continuations) >= 4   # the rows that share 45 tokens or more continue one prefix
+    batches = packing.chunks(plan.continuations)
+    assert sorted(i for batch in batches for i in batch) == list(range(len(plan.continuations)))
+
+
+@pytest.mark.parametrize("build", [lambda tok: build_model(tok, TinyConfig(seed=4)), grouped_query_model],
+                         ids=["tiny", "grouped-query"])
+def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
+    plain, packed = pair(tokenizer, build(tokenizer))
+    prompts = ["You hold the King . Legal actions : check , bet"] * 3 + ["Opponent bets . You", "You hold the King ."]
+    allowed = [plain.single_token_ids(["check", "bet"])] * 3 + [None, plain.single_token_ids(["fold", "call"])]
+    for sampling, ids in [(Sampling(max_new_tokens=1), allowed), (Sampling(max_new_tokens=1, temperature=0.5), None),
+                          (Sampling(max_new_tokens=3), None)]:   # several tokens: the KV-cached decoder
+        want = plain.generate(prompts, sampling, allowed_ids=ids, seed=7)
+        got = packed.generate(prompts, sampling, allowed_ids=ids, seed=7)
+        assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
+        for a, b in zip(got, want):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+            assert (a.text, a.truncated, a.allowed_ids, a.prompt_ids) == (b.text, b.truncated, b.allowed_ids, b.prompt_ids)
+
+
+def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer):
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=16, n_layer=1, n_head=2))
+    with pytest.raises(ValueError, match="Llama-family"):
+        Policy(gpt2, tokenizer, packed_forward=True)
+    with pytest.raises(ValueError, match="recompute"):
+        Policy(build_model(tokenizer), tokenizer, packed_forward=True).enable_activation_checkpointing()
+    with pytest.raises(ValueError, match="packed_forward and activation_checkpointing"):
+        apply_overrides(TrainConfig(), {"packed_forward": True, "activation_checkpointing": True})
+
+
+def test_training_with_the_packed_forward_gives_the_same_metrics(tmp_path):
+    histories = [Trainer(run_config(tmp_path, f"packed-{packed}", packed_forward=packed, iterations=2),
+                         progress=False).train() for packed in (False, True)]
+    for plain, packed in zip(*histories):
+        assert plain.keys() == packed.keys()
+        for key, value in plain.items():
+            if key.startswith(("return_", "final_return/", "success_")):
+                assert packed[key] == value, key
+            elif key not in ("seconds", "tokens_per_second"):
+                assert packed[key] == pytest.approx(value, abs=1e-5), key

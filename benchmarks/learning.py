@@ -22,10 +22,11 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   weight), compared with ``constant-entropy``;
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
-  default mean-only advantages, per-archetype mean and std, and batch-wide mean and std. The
-  test of per-archetype normalisation; each is paired with the one before it;
+  default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
+  test of per-archetype normalisation);
 * ``stakes-return-std`` — the same stakes, advantages divided by the std of each archetype's
-  returns (its reward scale) instead of the std of its advantages; paired with ``stakes``.
+  returns (its reward scale) instead of the std of its advantages. The ``stakes-*`` variants
+  are paired with ``stakes``.
 
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
@@ -75,7 +76,7 @@ AT_CONSTANT_ENTROPY = ("cumulative", "global-norm", "no-memory", "fresh-deals")
 VARIANTS.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
                  for name in AT_CONSTANT_ENTROPY})
 #: The variant each is compared with, seed by seed (the default unless named here).
-PAIRED_WITH = {"stakes-std": "stakes", "stakes-global": "stakes-std", "stakes-return-std": "stakes",
+PAIRED_WITH = {**{f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")},
                **{f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY}}
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -17,7 +17,7 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   weight, 200 iterations;
 * ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
-  read from the betting across deals;
+  read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there;
 * ``<ablation>-constant-entropy`` — an ablation at the release before (constant entropy
   weight), compared with ``constant-entropy``;
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
@@ -65,6 +65,7 @@ VARIANTS: dict[str, dict] = {
     "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant",
                          "entropy_schedule": "constant", "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
+    "fresh-deals-cumulative": {"repeat_instance": False, "reward_mode": "cumulative"},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},

@@ -17,14 +17,14 @@ Example:
 from __future__ import annotations
 
 import dataclasses
-import difflib
 import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Literal, get_args, get_origin, get_type_hints
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from mage_envs.core.meta_tracker import RewardMode
+from mage_envs.registration import check_env_id, did_you_mean
 
 from .advantage import ESTIMATORS, SCOPES, Estimator, Scope, StdOf
 from .loss import AGGREGATIONS, Aggregation
@@ -50,19 +50,6 @@ __all__ = [
     "SEATS", "AlgoConfig", "EnvConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig", "apply_overrides",
     "choices_of", "did_you_mean", "field_index", "help_of", "load_config",
 ]
-
-
-def did_you_mean(word: str, candidates: Iterable[str]) -> str:
-    """``" (did you mean 'x'?)"`` for the candidate closest to ``word``, or ``""``.
-
-    Example:
-        >>> did_you_mean("learning_rte", ["learning_rate", "seed"])
-        " (did you mean 'learning_rate'?)"
-        >>> did_you_mean("zzz", ["learning_rate"])
-        ''
-    """
-    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
 
 
 @dataclass
@@ -232,20 +219,6 @@ def _choice_error(name: str, value: Any, choices: tuple[str, ...]) -> ValueError
     return ValueError(f"{name} must be one of {choices}, got {value!r}{did_you_mean(value, choices)}")
 
 
-def _check_env_id(env_id: str) -> None:
-    """``ValueError`` (with the closest registered id) unless Gymnasium can find ``env_id``."""
-    import gymnasium as gym
-
-    # importing mage_envs registers the mage/ ids
-    import mage_envs  # noqa: F401
-
-    try:
-        gym.spec(env_id)
-    except gym.error.Error:
-        raise ValueError(f"unknown env_id {env_id!r}{did_you_mean(env_id, gym.registry)}; "
-                         "`mage envs` lists the registered ids") from None
-
-
 @dataclass
 class TrainConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -284,7 +257,7 @@ class TrainConfig:
                              "(the packed forward does not recompute layers)")
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
-        _check_env_id(self.env.env_id)
+        check_env_id(self.env.env_id)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

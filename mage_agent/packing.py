@@ -160,14 +160,26 @@ def pass_cost(rows: Any, width: Any, offset: Any) -> Any:
     return rows * width * (width + offset + TOKEN_COST) + PASS_COST
 
 
+def read_starts(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[int]:
+    """Where each row's read states begin in :func:`final_hidden`'s output (and, last, its
+    length): row ``r`` contributes ``len(rows[r]) - first[r]`` of them.
+
+    Example:
+        >>> read_starts([(1, 2, 3), (4, 5)], [1, 1])
+        [0, 2, 3]
+    """
+    starts = [0]
+    for row, start in zip(rows, first):
+        starts.append(starts[-1] + len(row) - start)
+    return starts
+
+
 def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> torch.Tensor:
     """Final hidden states of distinct ``rows`` at positions ``first[r]`` to the row's end,
     concatenated in row order: ``(sum of len(rows[r]) - first[r], hidden size)``."""
     plan = plan_rows(rows, first)
     device = lm.device
-    starts = [0]
-    for row, start in zip(rows, first):
-        starts.append(starts[-1] + len(row) - start)
+    starts = read_starts(rows, first)
     read: list[torch.Tensor] = []   # the hidden states of each pass's queries
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()

@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .packing import final_hidden
+from .packing import final_hidden, read_starts
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -422,8 +422,8 @@ class Policy:
         # except its last token, so that is all the model is fed; rows with the same input (a
         # group's copies often share a prompt) share one forward pass.
         inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
-        unique: dict[tuple[int, ...], int] = {}
-        source = torch.tensor([unique.setdefault(row, len(unique)) for row in inputs], dtype=torch.long)
+        unique, indices = distinct(inputs)
+        source = torch.tensor(indices, dtype=torch.long)
         width = max(len(row) for row in unique)
         comp_width = max(len(c) for c in completion_ids)
         pad = self.tokenizer.pad_token_id
@@ -449,29 +449,25 @@ class Policy:
         rows with the same input share it, and only the hidden states that predict a
         completion token reach the LM head."""
         inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
-        unique: dict[tuple[int, ...], int] = {}
-        source = [unique.setdefault(row, len(unique)) for row in inputs]
+        unique, source = distinct(inputs)
         first = [len(row) for row in unique]   # each input's first read position: its shortest prompt's last
         for u, prompt in zip(source, prompt_ids):
             first[u] = min(first[u], len(prompt) - 1)
-        starts = [0]
-        for row, start in zip(unique, first):
-            starts.append(starts[-1] + len(row) - start)
+        starts = read_starts(unique, first)
         comp_width = max(len(c) for c in completion_ids)
         index = torch.tensor([starts[u] + len(p) - 1 - first[u] + j if j < len(c) else starts[u]
                               for u, p, c in zip(source, prompt_ids, completion_ids) for j in range(comp_width)],
                              dtype=torch.long, device=self.device)
         lm = self._llama(model)
-        hidden = final_hidden(lm, list(unique), first).index_select(0, index)
+        hidden = final_hidden(lm, unique, first).index_select(0, index)
         return lm.lm_head(hidden.view(len(inputs), comp_width, -1))
 
     def _next_token_logits(self, encoded: list[list[int]]) -> torch.Tensor:
         """The logits of the token after each prompt (``(rows, vocabulary)``), through
         :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
-        unique: dict[tuple[int, ...], int] = {}
-        source = [unique.setdefault(tuple(row), len(unique)) for row in encoded]
+        unique, source = distinct([tuple(row) for row in encoded])
         lm = self._llama(self.model)
-        hidden = final_hidden(lm, list(unique), [len(row) - 1 for row in unique])
+        hidden = final_hidden(lm, unique, [len(row) - 1 for row in unique])
         return lm.lm_head(hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)))
 
     def _base(self, model: CausalLM) -> PreTrainedModel:
@@ -516,6 +512,18 @@ class Policy:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
+
+
+def distinct(rows: Sequence[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[int]]:
+    """The distinct rows in order of first appearance, and each row's index among them.
+
+    Example:
+        >>> distinct([(1, 2), (3,), (1, 2)])
+        ([(1, 2), (3,)], [0, 1, 0])
+    """
+    index: dict[tuple[int, ...], int] = {}
+    source = [index.setdefault(row, len(index)) for row in rows]
+    return list(index), source
 
 
 class _Decoder:

@@ -14,7 +14,6 @@ Examples::
 from __future__ import annotations
 
 import argparse
-import difflib
 import json
 import os
 import sys
@@ -28,6 +27,7 @@ from .agents.prompting import INSTRUCTIONS
 from .evaluation import evaluate
 from .opponents.registry import archetype, list_opponents
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
+from .registration import check_env_id
 from .transcripts import start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
@@ -95,10 +95,8 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
                          "serves, listed by GET <base-url>/models)")
     if args.prompting and agents != ["openai"]:
         raise ValueError("--prompting applies to --agent openai only (the local models have --agent react/reflexion)")
-    if args.env is not None and args.env not in gym.registry:  # a misspelt id fails before a model loads
-        close = difflib.get_close_matches(args.env, [i for i in gym.registry if i.startswith("mage/")], n=1)
-        raise ValueError(f"unknown environment id {args.env!r}" + (f"; did you mean {close[0]!r}?" if close else
-                                                                    " (`mage envs` lists them)"))
+    if args.env is not None:  # a misspelt id fails before a model loads
+        check_env_id(args.env)
     return agents
 
 

@@ -13,7 +13,8 @@ Example:
 
 from __future__ import annotations
 
-from typing import Any
+import difflib
+from typing import Any, Iterable
 
 import gymnasium as gym
 
@@ -21,7 +22,8 @@ from .core.entry_points import load_entry_point
 from .core.meta import MetaEpisodeWrapper
 from .core.meta_tracker import MetaOptions
 
-__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "game_of", "load_entry_point", "make_meta_env", "register_envs"]
+__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "check_env_id", "did_you_mean", "game_of", "load_entry_point",
+           "make_meta_env", "register_envs"]
 
 #: id stem -> (entry point of the single-episode env, default meta options)
 GAMES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -38,6 +40,35 @@ TASKS: dict[str, tuple[str, dict[str, Any]]] = {
     "WebShop-OOD": ("mage_envs.tasks.webshop:make_ood_env", {"repeat_instance": True}),
     "Household": ("mage_envs.tasks.household:HouseholdEnv", {"repeat_instance": True}),
 }
+
+
+def did_you_mean(word: str, candidates: Iterable[str]) -> str:
+    """``" (did you mean 'x'?)"`` for the candidate closest to ``word``, or ``""``.
+
+    Example:
+        >>> did_you_mean("learning_rte", ["learning_rate", "seed"])
+        " (did you mean 'learning_rate'?)"
+        >>> did_you_mean("zzz", ["learning_rate"])
+        ''
+    """
+    close = difflib.get_close_matches(str(word), [str(c) for c in candidates], n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def check_env_id(env_id: str) -> None:
+    """``ValueError`` naming the closest registered id unless Gymnasium knows ``env_id``.
+
+    Example:
+        >>> import mage_envs
+        >>> check_env_id("mage/KunhPoker-meta-v0")
+        Traceback (most recent call last):
+        ValueError: unknown env_id 'mage/KunhPoker-meta-v0' (did you mean 'mage/KuhnPoker-meta-v0'?); `mage envs` lists the registered ids
+    """
+    try:
+        gym.spec(env_id)
+    except gym.error.Error:
+        raise ValueError(f"unknown env_id {env_id!r}{did_you_mean(env_id, gym.registry)}; "
+                         "`mage envs` lists the registered ids") from None
 
 
 def game_of(env_id: str) -> str | None:

@@ -147,6 +147,8 @@ def test_cli_lists_and_reports_errors(capsys):
     assert "cfr-argmax" in capsys.readouterr().out
     assert main(["eval", "--opponents", "ghost", "--meta-episodes", "1", "--quiet", "--no-oracle"]) == 2
     assert "no opponent 'ghost'" in capsys.readouterr().err
+    assert main(["eval", "--env", "mage/KunhPoker-meta-v0", "--meta-episodes", "1", "--quiet"]) == 2
+    assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--env-kwarg", "novalue"])
 

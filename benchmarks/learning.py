@@ -18,15 +18,16 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there;
-* ``<ablation>-constant-entropy`` — an ablation at the release before (constant entropy
-  weight), compared with ``constant-entropy``;
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
   default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
   test of per-archetype normalisation);
 * ``stakes-return-std`` — the same stakes, advantages divided by the std of each archetype's
   returns (its reward scale) instead of the std of its advantages. The ``stakes-*`` variants
-  are paired with ``stakes``.
+  are paired with ``stakes``;
+* ``<variant>-plain`` — runs made before the packed forward was the default
+  (``packed_forward: false``), compared among themselves; ``<ablation>-constant-entropy-plain``
+  are ablations at the release before that (constant entropy weight).
 
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
@@ -71,14 +72,23 @@ VARIANTS: dict[str, dict] = {
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
     "stakes-return-std": {"reward_weights": STAKES, "std_normalize": True, "std_of": "returns"},
 }
-#: The release before this one kept the entropy weight constant; its ablations, run then, stay
-#: comparable with ``constant-entropy`` (that release's default), seed by seed.
-AT_CONSTANT_ENTROPY = ("cumulative", "global-norm", "no-memory", "fresh-deals")
-VARIANTS.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
-                 for name in AT_CONSTANT_ENTROPY})
 #: The variant each is compared with, seed by seed (the default unless named here).
-PAIRED_WITH = {**{f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")},
-               **{f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY}}
+PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
+#: Runs made before the packed forward became the default, kept as ``<variant>-plain``
+#: (``packed_forward: false``: the same algorithm to float rounding, 1.8 times slower) and
+#: compared among themselves; ``mage-plain`` against ``mage`` measures the switch. The
+#: ``<ablation>-constant-entropy-plain`` runs are ablations at the release before that
+#: (constant entropy weight), compared with ``constant-entropy-plain``.
+AT_CONSTANT_ENTROPY = ("cumulative", "global-norm", "no-memory", "fresh-deals")
+RUN_PLAIN = {name: VARIANTS[name] for name in ("mage", "constant-entropy", "stabilisers-off", "fresh-deals",
+                                              "fresh-deals-cumulative", "stakes", "stakes-std", "stakes-global",
+                                              "stakes-return-std")}
+RUN_PLAIN.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
+                  for name in AT_CONSTANT_ENTROPY})
+PAIRED_WITH.update({f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY})
+VARIANTS.update({f"{name}-plain": {**overrides, "packed_forward": False} for name, overrides in RUN_PLAIN.items()})
+PAIRED_WITH.update({f"{name}-plain": f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
+PAIRED_WITH["mage-plain"] = "mage"
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -80,9 +80,10 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
         lora = LoraSettings(model_cfg.lora_rank, model_cfg.lora_alpha, model_cfg.lora_dropout,
                             tuple(model_cfg.lora_target_modules))
     keep_reference = config.algo.kl_coef > 0
+    packed = packs(config, base)
     if checkpoint is None:
         return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype,
-                                      system_prompt=model_cfg.system_prompt, packed_forward=model_cfg.packed_forward)
+                                      system_prompt=model_cfg.system_prompt, packed_forward=packed)
     tokenizer = AutoTokenizer.from_pretrained(base)
     saved = checkpoint / "model"
     if lora is not None:
@@ -91,11 +92,22 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
         adapted = PeftModel.from_pretrained(AutoModelForCausalLM.from_pretrained(base, dtype=dtype), saved,
                                             is_trainable=True)
         return Policy(adapted, tokenizer, device=device, system_prompt=model_cfg.system_prompt,
-                      packed_forward=model_cfg.packed_forward)
+                      packed_forward=packed)
     model = AutoModelForCausalLM.from_pretrained(saved, dtype=dtype)
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference,
-                  system_prompt=model_cfg.system_prompt, packed_forward=model_cfg.packed_forward)
+                  system_prompt=model_cfg.system_prompt, packed_forward=packed)
+
+
+def packs(config: TrainConfig, base: str) -> bool:
+    """Whether the run takes the packed forward (:mod:`mage_agent.packing`): asked for (the
+    default), without activation checkpointing, on a Llama-family model at ``base``."""
+    from transformers import AutoConfig
+
+    model = config.model
+    if not model.packed_forward or model.activation_checkpointing:
+        return False
+    return AutoConfig.from_pretrained(base).model_type == "llama"
 
 
 def sampling_of(config: TrainConfig) -> Sampling:

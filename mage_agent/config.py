@@ -71,9 +71,10 @@ class ModelConfig:
     dtype: Dtype = field(default="auto", metadata={"help": "weights' dtype ('auto': bfloat16 on GPU, float32 on CPU)"})
     activation_checkpointing: bool = field(default=False, metadata={
         "help": "recompute layer activations in the backward pass (less memory, more time)"})
-    packed_forward: bool = field(default=False, metadata={
-        "help": "Llama-family models: run shared prompt prefixes once and the last layer only where logits "
-                "are read, when scoring and when sampling one token (the same values to float rounding)"})
+    packed_forward: bool = field(default=True, metadata={
+        "help": "run shared prompt prefixes once and the last layer only where logits are read, when scoring "
+                "and when sampling one token (the same values to float rounding); it applies to Llama-family "
+                "models without activation checkpointing, others take the plain forward"})
 
 
 @dataclass
@@ -252,9 +253,6 @@ class TrainConfig:
             raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
-        if self.model.packed_forward and self.model.activation_checkpointing:
-            raise ValueError("packed_forward and activation_checkpointing cannot be combined "
-                             "(the packed forward does not recompute layers)")
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         check_env_id(self.env.env_id)

@@ -96,7 +96,7 @@ def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
     {"clip_high": 0.28, "loss_aggregation": "sequence"},
     {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
     {"entropy_schedule": "cosine", "reward_weights": {"aggressive": 4.0}, "std_normalize": True, "std_of": "returns"},
-    {"packed_forward": True},
+    {"packed_forward": False},
 ])
 def test_resume_stays_bit_identical_with_each_option(tmp_path, train_until_killed, options):
     straight = Trainer(run_config(tmp_path, "straight", **options), progress=False)

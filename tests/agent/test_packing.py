@@ -130,7 +130,8 @@ def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
             assert (a.text, a.truncated, a.allowed_ids, a.prompt_ids) == (b.text, b.truncated, b.allowed_ids, b.prompt_ids)
 
 
-def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer):
+def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer, tmp_path):
+    from mage_agent.build import build_policy, packs
     from mage_agent.config import TrainConfig, apply_overrides
 
     gpt2 = GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_positions=64, n_embd=16, n_layer=1, n_head=2))
@@ -138,8 +139,15 @@ def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer)
         Policy(gpt2, tokenizer, packed_forward=True)
     with pytest.raises(ValueError, match="recompute"):
         Policy(build_model(tokenizer), tokenizer, packed_forward=True).enable_activation_checkpointing()
-    with pytest.raises(ValueError, match="packed_forward and activation_checkpointing"):
-        apply_overrides(TrainConfig(), {"packed_forward": True, "activation_checkpointing": True})
+    # a run's config asks for it where it applies: the default tiny Llama takes it, ...
+    config = apply_overrides(TrainConfig(), {"output_dir": str(tmp_path / "run")})
+    assert build_policy(config, tmp_path / "run").packed_forward
+    # ... activation checkpointing and other families take the plain forward
+    checkpointed = apply_overrides(config, {"activation_checkpointing": True})
+    assert not build_policy(checkpointed, tmp_path / "run").packed_forward
+    gpt2.save_pretrained(tmp_path / "gpt2")
+    assert not packs(config, str(tmp_path / "gpt2"))
+    assert not packs(apply_overrides(config, {"packed_forward": False}), str(tmp_path / "run" / "base_model"))
 
 
 def test_training_with_the_packed_forward_gives_the_same_metrics(tmp_path):

@@ -140,15 +140,17 @@ def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
 
 
 def per_style(report: dict, styles: list[str]) -> dict[str, dict[str, float]]:
-    """First and final hand, and the final hand's share of its ceiling: the on-sample
-    deal-known value with repeated deals, the best-response value with fresh deals."""
+    """First and final hand, and the final hand's share of its ceiling, on the very
+    instances evaluated: the deal-known value with repeated deals, the best response's value
+    on the final hands' deals with fresh deals (its expectation in reports that predate it)."""
     out = {}
     for style in styles:
         result = report["opponents"][style]
         returns = result["mean_return_by_episode"]
         ceiling = result["instance_optimal_value"]
         if ceiling is None:
-            ceiling = result["best_response_value"]
+            on_sample = result.get("best_response_by_episode")
+            ceiling = on_sample[-1] if on_sample else result["best_response_value"]
         out[style] = {"first": returns[0], "final": returns[-1], "ceiling": ceiling, "share": returns[-1] / ceiling}
     return out
 

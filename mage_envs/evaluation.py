@@ -28,6 +28,7 @@ from typing import Any, Callable, Protocol, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
+import pyspiel
 from tqdm.auto import tqdm
 
 from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
@@ -69,6 +70,10 @@ class OpponentResult:
     #: episode's ceiling once earlier episodes revealed it), averaged over the very
     #: instances evaluated; exact opponents only
     instance_optimal_value: float | None = None
+    #: fresh-deal meta-episodes only: per episode index, the best response's expected return
+    #: on the very (deal, seat) instances that episode index was played on (its ceiling
+    #: without the deal noise of ``best_response_value``); exact opponents in games with deals
+    best_response_by_episode: list[float] | None = None
 
 
 @dataclass
@@ -218,6 +223,8 @@ def evaluate(
         if oracle and game:
             played = [recorder.instances[j] for j in sorted(recorder.instances)]
             _attach_oracle(result, game, name, env_kwargs, played if repeats else None)
+            if not repeats and num_episodes > 1 and result.best_response_exact:
+                result.best_response_by_episode = _on_sample_best_response(game, name, env_kwargs, recorder)
         report.opponents[name] = result
     bar.close()
     return report
@@ -276,12 +283,15 @@ class _Recorder:
         self._single_return = np.zeros(meta_episodes)
         #: (instance, seat) of each meta-episode's first episode, by index (games only)
         self.instances: dict[int, tuple[int, int]] = {}
+        #: (instance, seat) of each of its episodes (fresh deals give each its own)
+        self.episode_instances: dict[int, list[tuple[int, int] | None]] = {}
         self.steps: dict[int, list[dict[str, Any]]] | None = {} if keep_steps else None
 
     def start(self, j: int, info: dict[str, Any]) -> None:
         """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
         if "instance" in info:
             self.instances[j] = (int(info["instance"]), int(info["seat"]))
+            self.episode_instances[j] = [self.instances[j]] + [None] * (self.returns.shape[1] - 1)
 
     def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
              info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
@@ -295,6 +305,10 @@ class _Recorder:
             self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
                                                  "reward": float(reward), "invalid_action": invalid, "usage": usage})
         finished = info.get("episode_returns")
+        hands = self.episode_instances.get(j)
+        if hands is not None and finished is not None and len(finished) < len(hands) and "instance" in info:
+            # the episode in play (a later step of it overwrites what a reflection step wrote)
+            hands[len(finished)] = (int(info["instance"]), int(info["seat"]))
         if finished is None:  # a single-episode env
             self._single_return[j] += float(reward)
             if done:
@@ -316,7 +330,8 @@ class _Recorder:
             for key, value in (step["usage"] or {}).items():
                 if isinstance(value, int):
                     usage[key] = usage.get(key, 0) + value
-        return {"instance": self.instances.get(j), "returns": self.returns[j].tolist(),
+        return {"instance": self.instances.get(j), "episode_instances": self.episode_instances.get(j),
+                "returns": self.returns[j].tolist(),
                 "outcomes": self.outcomes[j].tolist(), "successes": self.successes[j].tolist(),
                 "act_steps": int(self.act_steps[j]), "invalid_steps": int(self.invalid_steps[j]),
                 "usage": usage or None, "steps": steps}
@@ -328,6 +343,9 @@ class _Recorder:
         self.act_steps[j], self.invalid_steps[j] = record["act_steps"], record["invalid_steps"]
         if record["instance"] is not None:
             self.instances[j] = (int(record["instance"][0]), int(record["instance"][1]))
+        if record.get("episode_instances"):  # absent from transcripts written before it was recorded
+            self.episode_instances[j] = [None if pair is None else (int(pair[0]), int(pair[1]))
+                                         for pair in record["episode_instances"]]
 
     def result(self) -> OpponentResult:
         meta_episodes, n = self.returns.shape
@@ -394,6 +412,24 @@ def _play_batched(
                     finish(j)
                 else:
                     state[j] = (obs, info_after)
+
+
+def _on_sample_best_response(game: str, opponent: str, env_kwargs: dict[str, Any],
+                             recorder: _Recorder) -> list[float] | None:
+    """Per episode index, the best response's mean expected return over the instances that
+    episode index was played on (``None`` without chance events or a full record)."""
+    from .games.facts import load_game
+    from .oracle.winnable import best_response_instance_value
+
+    if load_game(game).get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC:
+        return None
+    played = [[pair for pair in hands if pair is not None] for hands in recorder.episode_instances.values()]
+    meta_episodes, num_episodes = recorder.returns.shape
+    if len(played) < meta_episodes or any(len(hands) < num_episodes for hands in played):
+        return None
+    scale = float(env_kwargs.get("reward_scale", 1.0))
+    return [scale * float(np.mean([best_response_instance_value(game, opponent, *hands[i]) for hands in played]))
+            for i in range(num_episodes)]
 
 
 def _outcome_of(info: dict[str, Any], episode: int, finished: list[float]) -> str:

@@ -9,6 +9,7 @@ from mage_envs.cli import main
 from mage_envs.evaluation import evaluate
 from mage_envs.oracle import best_response_value
 from mage_envs.oracle.agents import REFLECTION, BestResponseAgent, RandomLegalAgent
+from mage_envs.oracle.winnable import stratified_instances
 
 
 def aggressive_agent(obs, info):
@@ -83,6 +84,46 @@ def test_unstratified_ceiling_is_averaged_over_the_instances_played():
         ceilings.append(instance_value("kuhn_poker", "aggressive", info["instance"], info["seat"]))
     assert not report.stratified
     assert report.opponents["aggressive"].instance_optimal_value == pytest.approx(sum(ceilings) / 7)
+
+
+@pytest.mark.parametrize("reflection", [False, True])
+def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflection):
+    from mage_envs.oracle.winnable import best_response_instance_value
+
+    kwargs = {"repeat_instance": False, "reflection": reflection}
+    report = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", opponents=["conservative"], meta_episodes=9,
+                      seed=4, env_kwargs=kwargs, progress=False)
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent="conservative", **kwargs)
+    hands = []   # by hand: the (instance, seat) each hand of each meta-episode is dealt
+    for j, first in enumerate(stratified_instances("kuhn_poker", 9, seed=4)):   # as the harness resets
+        obs, info = env.reset(seed=4 + j, options={"instance": first})
+        played = [(info["instance"], info["seat"])]
+        while True:
+            obs, _, terminated, truncated, info = env.step(aggressive_agent(obs, info))
+            if terminated or truncated:
+                break
+            if info["phase"] == "act" and len(info["episode_returns"]) == len(played):
+                played.append((info["instance"], info["seat"]))
+        hands.append(played)
+    expected = [sum(best_response_instance_value("kuhn_poker", "conservative", *h[i]) for h in hands) / 9
+                for i in range(3)]
+    result = report.opponents["conservative"]
+    assert result.instance_optimal_value is None
+    assert result.best_response_by_episode == pytest.approx(expected)
+    assert len({h[1] for h in hands}) > 1   # later hands are dealt afresh
+
+
+def test_the_best_response_scores_its_on_sample_value_hand_by_hand():
+    """Against deterministic opponents the best response's return on the deals played is its
+    value there: with fresh deals, equal hand by hand, though far from the expectation."""
+    report = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=["conservative", "aggressive", "bluffer"],
+                      meta_episodes=30, seed=5, env_kwargs={"repeat_instance": False}, make_agent=BestResponseAgent,
+                      progress=False)
+    for result in report.opponents.values():
+        assert result.mean_return_by_episode == pytest.approx(result.best_response_by_episode, abs=1e-12)
+    repeated = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=4,
+                        progress=False)
+    assert repeated.opponents["aggressive"].best_response_by_episode is None
 
 
 def test_invalid_action_rate_counts_acting_steps():

@@ -321,6 +321,19 @@ def test_stratified_instances_cover_every_cell_equally_and_ceilings_average_to_t
     assert len({instance_deal("kuhn_poker", k) for k in fixed_seat}) == 6
 
 
+@pytest.mark.parametrize("game,cells", [("kuhn_poker", 12), ("leduc_poker", 240)])
+def test_best_response_on_each_instance_averages_to_the_best_response_value(game, cells):
+    from mage_envs.oracle.winnable import best_response_instance_value, stratified_instances
+
+    instances = stratified_instances(game, cells, seed=2)
+    styles = ("conservative", "aggressive", "nash") if game == "kuhn_poker" else ("aggressive",)
+    for style in styles:   # nash: stochastic, so an expectation over its moves on each deal
+        mean = sum(best_response_instance_value(game, style, k, k & 1) for k in instances) / cells
+        assert mean == pytest.approx(best_response_value(game, style).value)
+    assert best_response_instance_value("kuhn_poker", "conservative", 17, seat=1) == -1.0   # Jack v King: it calls
+    assert best_response_instance_value("kuhn_poker", "aggressive", 0, seat=0) == -1.0     # Jack v Queen: we fold
+
+
 def test_deal_known_action_reaches_the_instance_value():
     import pyspiel
 

@@ -43,21 +43,24 @@ def run(agent, path=None, meta_episodes=12, **kwargs):
                     transcript=path, **kwargs).to_dict()
 
 
-@pytest.mark.parametrize("batch_size", [4, 256])
-def test_a_killed_evaluation_resumes_to_the_uninterrupted_report(tmp_path, batch_size):
-    straight = run(PromptHashAgent(), batch_size=batch_size)
+@pytest.mark.parametrize("batch_size,repeat", [(4, True), (256, True), (4, False)])
+def test_a_killed_evaluation_resumes_to_the_uninterrupted_report(tmp_path, batch_size, repeat):
+    env_kwargs = {"reflection": True, "repeat_instance": repeat}
+    straight = run(PromptHashAgent(), batch_size=batch_size, env_kwargs=env_kwargs)
+    # fresh deals: the ceilings on each hand's deals come back with the records
+    assert all((r["best_response_by_episode"] is None) == repeat for r in straight["opponents"].values())
     path = tmp_path / "transcript.jsonl"
     with pytest.raises(RuntimeError, match="killed"):
-        run(PromptHashAgent(fail_after=12), path, batch_size=batch_size)
+        run(PromptHashAgent(fail_after=12), path, batch_size=batch_size, env_kwargs=env_kwargs)
     done = [json.loads(line) for line in path.read_text().splitlines()]
     assert 0 < len(done) < 2 * 12
     resumed_agent = PromptHashAgent()
-    assert run(resumed_agent, path, batch_size=batch_size) == straight
+    assert run(resumed_agent, path, batch_size=batch_size, env_kwargs=env_kwargs) == straight
     records = [json.loads(line) for line in path.read_text().splitlines()]
     assert sorted((r["opponent"], r["index"]) for r in records) == sorted((o, j) for o in OPPONENTS for j in range(12))
     # a third run replays nothing
     again = PromptHashAgent(fail_after=0)
-    assert run(again, path, batch_size=batch_size) == straight and again.calls == 0
+    assert run(again, path, batch_size=batch_size, env_kwargs=env_kwargs) == straight and again.calls == 0
 
 
 def test_a_record_holds_every_step_and_the_token_usage(tmp_path):

@@ -12,6 +12,8 @@ Tic-Tac-Toe, which has none).
 :func:`instance_optimal_value` is the matching return ceiling: the expected return of an
 agent that knows the deal (as it can after earlier episodes of the same instance revealed
 it) and best-responds to the opponent's known move distribution.
+:func:`best_response_instance_value` is the ceiling of a hand on a fresh deal: the best
+response, which does not see the deal, played on that one deal.
 
 Example:
     >>> round(winnable_fraction("kuhn_poker", "conservative", seat=0), 4)
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import pyspiel
 
@@ -163,6 +165,49 @@ def instance_value(game: str, opponent: str, instance: int, seat: int) -> float:
         -1.0
     """
     return _deal_value(game, opponent, instance_deal(game, instance), seat)
+
+
+def best_response_instance_value(game: str, opponent: str, instance: int, seat: int) -> float:
+    """The expected return of the best response to ``opponent`` (which plays without seeing
+    the opponent's cards) on one instance: the deal fixed, the opponent's moves drawn from
+    its distribution. Averaged over every instance equally it is the best-response value;
+    averaged over the instances of fresh-deal hands it is their ceiling on that very sample.
+
+    Example (instance 17: we hold the Jack in seat 1, the conservative opponent the King):
+        >>> best_response_instance_value("kuhn_poker", "conservative", 17, seat=1)
+        -1.0
+        >>> best_response_instance_value("kuhn_poker", "conservative", 0, seat=0)  # Jack against Queen: a bluff
+        1.0
+    """
+    return _best_response_deal_value(game, opponent, instance_deal(game, instance), seat)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _best_response_deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
+    play = _best_response(game, opponent, seat)
+    return _policy_value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent), play)
+
+
+@functools.lru_cache(maxsize=256)
+def _best_response(game: str, opponent: str, seat: int) -> Callable[[pyspiel.State], int]:
+    from .values import best_response_policy
+
+    return best_response_policy(game, opponent, seat)
+
+
+def _policy_value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
+                  play: Callable[[pyspiel.State], int], drawn: int = 0) -> float:
+    """The expected return of ``play`` for ``seat`` with chance following ``deal``."""
+    if state.is_terminal():
+        return state.returns()[seat]
+    if state.is_chance_node():
+        return _policy_value(state.child(deal[drawn]), deal, seat, opponent, play, drawn + 1)
+    if state.current_player() == seat:
+        return _policy_value(state.child(play(state)), deal, seat, opponent, play, drawn)
+    probs = opponent.action_probabilities(state)
+    if probs is None:
+        raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
+    return sum(p * _policy_value(state.child(a), deal, seat, opponent, play, drawn) for a, p in probs.items() if p > 0)
 
 
 @functools.lru_cache(maxsize=65_536)

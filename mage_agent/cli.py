@@ -103,9 +103,11 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def evaluate_policy(
     policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
     verbose: bool = True, opponents: str | list[str] | None = None, transcript: Path | None = None,
+    oracle: bool = True,
 ) -> dict:
     """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
-    (JSON) and a PNG, and print the table unless ``verbose`` is false.
+    (JSON) and a PNG, and print the table unless ``verbose`` is false. ``oracle=False``
+    leaves out the oracle values (an estimate against a search bot costs a tree search).
 
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
     baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
@@ -120,7 +122,7 @@ def evaluate_policy(
     report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                       meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
                       env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
-                      agent_name=name, transcript=transcript)
+                      agent_name=name, transcript=transcript, oracle=oracle)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)

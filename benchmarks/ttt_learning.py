@@ -1,0 +1,125 @@
+"""Tic-Tac-Toe learning result: the example's training run, evaluated by game index.
+
+Trains ``examples/train_tic_tac_toe.py``'s configuration (fixed-order heuristics and a
+random player; three games per meta-episode on one seat) for each ``--seeds`` seed, unless
+that run already finished (a killed benchmark resumes from the run's last checkpoint),
+then evaluates the trained policy, and the untrained one beside it, against the training
+pool, the held-out orders and ``mcts-1000`` (a strong search bot: a draw is the best one can
+hope for). Writes win / draw / loss rates by game index to ``benchmarks/results/ttt_learning.json``
+and, with ``--docs``, a table to ``docs/ttt_learning.md``.
+
+    python benchmarks/ttt_learning.py --seeds 0 --iterations 150 --docs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "examples"))
+from train_tic_tac_toe import HELD_OUT, TRAIN_POPULATION, example_config  # noqa: E402
+
+STRONG = ["mcts-1000"]
+
+
+def train(seed: int, iterations: int, out: Path) -> Path:
+    """The run's folder after training (resumed, or skipped when already finished)."""
+    from mage_agent.checkpoint import latest_checkpoint
+    from mage_agent.config import apply_overrides
+    from mage_agent.trainer import Trainer
+
+    folder = out / f"ttt-s{seed}"
+    config = apply_overrides(example_config(iterations, 0, str(folder), seed),
+                             {"checkpoint_every": 10, "tensorboard": False})
+    checkpoint = latest_checkpoint(folder / "checkpoints")
+    if checkpoint is None or checkpoint.name != f"iter-{iterations:06d}":
+        Trainer(config, resume=checkpoint is not None, overwrite=checkpoint is None).train()
+    return folder
+
+
+def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) -> dict:
+    """Reports of the untrained and the trained policy (each written once, then read back).
+    Against ``mcts-1000`` no oracle runs (estimating its best response would search the whole
+    tree with the bot at every position); a draw is what perfect play gets against it."""
+    from mage_agent.build import build_policy
+    from mage_agent.checkpoint import latest_checkpoint
+    from mage_agent.cli import evaluate_policy
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    checkpoint = latest_checkpoint(folder / "checkpoints")
+    assert checkpoint is not None
+    config = TrainConfig.from_dict(json.loads((checkpoint / "state.json").read_text())["config"])
+    reports = {}
+    for stage, start in (("untrained", None), ("trained", checkpoint)):
+        pool, strong = folder / f"eval-{stage}-pool.json", folder / f"eval-{stage}-strong.json"
+        if not (pool.exists() and strong.exists()):
+            policy = build_policy(config, folder, start)
+            evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,
+                            f"ttt-{stage}", verbose=False, opponents=list(TRAIN_POPULATION) + HELD_OUT)
+            evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": strong_meta_episodes}), strong,
+                            f"ttt-{stage}", verbose=False, opponents=STRONG, oracle=False)
+        reports[f"{stage}/pool"] = json.loads(pool.read_text())
+        reports[f"{stage}/strong"] = json.loads(strong.read_text())
+    return reports
+
+
+def rates(result: dict) -> list[str]:
+    """``W/D/L`` percentages of each game index."""
+    return [f"{100 * w:.0f}/{100 * d:.0f}/{100 * loss:.0f}" for w, d, loss in
+            zip(result["win_rate_by_episode"], result["draw_rate_by_episode"], result["loss_rate_by_episode"])]
+
+
+def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
+    lines = ["# Tic-Tac-Toe learning result", "",
+             f"`python benchmarks/ttt_learning.py` — `examples/train_tic_tac_toe.py`'s configuration, "
+             f"{iterations} iterations, the embedded tiny model on CPU. Three games per meta-episode on one seat; "
+             "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
+             "beside the best response's value (±1 a game).", ""]
+    for seed, reports in by_seed.items():
+        lines += [f"## Seed {seed}", "", "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
+                  "trained final return | best response |", "|---|---|---|---|---|---|"]
+        for pool in ("pool", "strong"):
+            for name, trained in reports[f"trained/{pool}"]["opponents"].items():
+                untrained = reports[f"untrained/{pool}"]["opponents"][name]
+                role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
+                best = trained.get("best_response_value")
+                best_text = "0 (a draw)" if best is None else f"{best:+.3f}"
+                lines.append(f"| {name} | {role} | {' · '.join(rates(untrained))} | {' · '.join(rates(trained))} | "
+                             f"{trained['mean_return_by_episode'][-1]:+.3f} ± "
+                             f"{trained['stderr_return_by_episode'][-1]:.3f} | {best_text} |")
+        lines.append("")
+    path.write_text("\n".join(lines))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0])
+    parser.add_argument("--iterations", type=int, default=150)
+    parser.add_argument("--meta-episodes", type=int, default=120, help="per opponent of the pool")
+    parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
+    parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
+    parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning.md")
+    args = parser.parse_args()
+    by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir), args.meta_episodes,
+                                  args.strong_meta_episodes) for seed in args.seeds}
+    summary = {seed: {key: {name: {k: r[k] for k in ("mean_return_by_episode", "win_rate_by_episode",
+                                                     "draw_rate_by_episode", "loss_rate_by_episode",
+                                                     "stderr_return_by_episode")}
+                            for name, r in report["opponents"].items()} for key, report in reports.items()}
+               for seed, reports in by_seed.items()}
+    out = ROOT / "benchmarks" / "results" / "ttt_learning.json"
+    out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
+    if args.docs:
+        write_docs(by_seed, args.iterations, ROOT / "docs" / "ttt_learning.md")
+    for seed, reports in by_seed.items():
+        for name, result in reports["trained/pool"]["opponents"].items():
+            print(f"seed {seed} {name:<30} W/D/L by game {' '.join(rates(result))}")
+        for name, result in reports["trained/strong"]["opponents"].items():
+            print(f"seed {seed} {name:<30} W/D/L by game {' '.join(rates(result))}")
+
+
+if __name__ == "__main__":
+    main()

@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--meta-episodes", type=int, default=120, help="per opponent of the pool")
     parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
+    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "ttt_learning.json")
     parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning.md")
     args = parser.parse_args()
     by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir), args.meta_episodes,
@@ -110,8 +111,8 @@ def main() -> None:
                                                      "stderr_return_by_episode")}
                             for name, r in report["opponents"].items()} for key, report in reports.items()}
                for seed, reports in by_seed.items()}
-    out = ROOT / "benchmarks" / "results" / "ttt_learning.json"
-    out.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
     if args.docs:
         write_docs(by_seed, args.iterations, ROOT / "docs" / "ttt_learning.md")
     for seed, reports in by_seed.items():

@@ -86,6 +86,49 @@ def test_each_variant_is_paired_seed_by_seed_with_its_reference():
     assert table["stakes"]["style_share_by_seed"]["aggressive"] == [0.2, 0.22, 0.24]
 
 
+def test_runs_before_the_packed_default_are_paired_among_themselves():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    assert learning.VARIANTS["mage-plain"] == {"packed_forward": False}
+    assert learning.PAIRED_WITH["mage-plain"] == "mage"
+    assert learning.PAIRED_WITH["constant-entropy-plain"] == "mage-plain"
+    assert learning.PAIRED_WITH["stakes-std-plain"] == "stakes-plain"
+    assert learning.PAIRED_WITH["cumulative-constant-entropy-plain"] == "constant-entropy-plain"
+    assert "cumulative-constant-entropy" not in learning.VARIANTS   # run only before the packed default
+
+
+def test_fresh_deal_shares_are_of_the_final_hands_own_ceiling():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    report = _report({})
+    for result in report["opponents"].values():
+        result["instance_optimal_value"] = None
+    assert learning.per_style(report, ["aggressive"])["aggressive"]["ceiling"] == 0.25   # an older report
+    for result in report["opponents"].values():
+        result["best_response_by_episode"] = [0.25, 0.3, 0.2]
+    assert learning.per_style(report, ["aggressive"])["aggressive"] == {
+        "first": 0.0, "final": 0.1, "ceiling": 0.2, "share": pytest.approx(0.5)}
+
+
+def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):
+    pytest.importorskip("torch")
+    script = SCRIPT.parent / "ttt_learning.py"
+    command = [sys.executable, str(script), "--iterations", "1", "--meta-episodes", "2", "--strong-meta-episodes", "1",
+               "--output-dir", str(tmp_path / "runs"), "--results", str(tmp_path / "ttt.json")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    results = json.loads((tmp_path / "ttt.json").read_text())["results"]["0"]
+    assert set(results) == {"untrained/pool", "trained/pool", "untrained/strong", "trained/strong"}
+    assert set(results["trained/strong"]) == {"mcts-1000"} and len(results["trained/pool"]) == 7
+    for result in results["trained/pool"].values():
+        for w, d, loss in zip(result["win_rate_by_episode"], result["draw_rate_by_episode"],
+                              result["loss_rate_by_episode"]):
+            assert len(result["win_rate_by_episode"]) == 3 and w + d + loss == pytest.approx(1.0)
+    assert "mcts-1000" in done.stdout
+
+
 def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):
     pytest.importorskip("torch")
     output = tmp_path / "capacity.json"

@@ -25,9 +25,11 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``stakes-return-std`` — the same stakes, advantages divided by the std of each archetype's
   returns (its reward scale) instead of the std of its advantages. The ``stakes-*`` variants
   are paired with ``stakes``;
-* ``<variant>-plain`` — runs made before the packed forward was the default
-  (``packed_forward: false``), compared among themselves; ``<ablation>-constant-entropy-plain``
-  are ablations at the release before that (constant entropy weight).
+* ``iterations-400`` — the default's length before it became 600 iterations;
+* ``<variant>-plain`` — runs made before the packed forward was the default, at 400
+  iterations (``packed_forward: false``), compared among themselves;
+  ``<ablation>-constant-entropy-plain`` are ablations at the release before that (constant
+  entropy weight).
 
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
@@ -74,11 +76,14 @@ VARIANTS: dict[str, dict] = {
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
-#: Runs made before the packed forward became the default, kept as ``<variant>-plain``
-#: (``packed_forward: false``: the same algorithm to float rounding, 1.8 times slower) and
-#: compared among themselves; ``mage-plain`` against ``mage`` measures the switch. The
-#: ``<ablation>-constant-entropy-plain`` runs are ablations at the release before that
-#: (constant entropy weight), compared with ``constant-entropy-plain``.
+#: The default of 400 iterations before it became 600 (its one seed below 80% of a ceiling
+#: reached it at 600).
+VARIANTS["iterations-400"] = {"iterations": 400}
+#: Runs made before the packed forward became the default, at 400 iterations, kept as
+#: ``<variant>-plain`` (``packed_forward: false``: the same algorithm to float rounding, 1.8
+#: times slower) and compared among themselves; ``mage-plain`` against ``iterations-400``
+#: measures the switch. The ``<ablation>-constant-entropy-plain`` runs are ablations at the
+#: release before that (constant entropy weight), compared with ``constant-entropy-plain``.
 AT_CONSTANT_ENTROPY = ("cumulative", "global-norm", "no-memory", "fresh-deals")
 RUN_PLAIN = {name: VARIANTS[name] for name in ("mage", "constant-entropy", "stabilisers-off", "fresh-deals",
                                               "fresh-deals-cumulative", "stakes", "stakes-std", "stakes-global",
@@ -86,9 +91,10 @@ RUN_PLAIN = {name: VARIANTS[name] for name in ("mage", "constant-entropy", "stab
 RUN_PLAIN.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
                   for name in AT_CONSTANT_ENTROPY})
 PAIRED_WITH.update({f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY})
-VARIANTS.update({f"{name}-plain": {**overrides, "packed_forward": False} for name, overrides in RUN_PLAIN.items()})
+VARIANTS.update({f"{name}-plain": {"iterations": 400, **overrides, "packed_forward": False}
+                 for name, overrides in RUN_PLAIN.items()})
 PAIRED_WITH.update({f"{name}-plain": f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
-PAIRED_WITH["mage-plain"] = "mage"
+PAIRED_WITH["mage-plain"] = "iterations-400"
 ROOT = Path(__file__).resolve().parent.parent
 
 

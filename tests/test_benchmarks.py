@@ -90,8 +90,9 @@ def test_runs_before_the_packed_default_are_paired_among_themselves():
     sys.path.insert(0, str(SCRIPT.parent))
     import learning
 
-    assert learning.VARIANTS["mage-plain"] == {"packed_forward": False}
-    assert learning.PAIRED_WITH["mage-plain"] == "mage"
+    assert learning.VARIANTS["mage-plain"] == {"iterations": 400, "packed_forward": False}
+    assert learning.VARIANTS["stabilisers-off-plain"]["iterations"] == 200
+    assert learning.PAIRED_WITH["mage-plain"] == "iterations-400"
     assert learning.PAIRED_WITH["constant-entropy-plain"] == "mage-plain"
     assert learning.PAIRED_WITH["stakes-std-plain"] == "stakes-plain"
     assert learning.PAIRED_WITH["cumulative-constant-entropy-plain"] == "constant-entropy-plain"

@@ -24,8 +24,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 
 def plot_evaluation(report: dict[str, Any], path: Path) -> Path:
     """Return (with SE bars) and success by episode index, one line per archetype; the
-    oracle best-response value (dashed), the equilibrium value (dotted) and, for repeated
-    instances, the value of knowing the deal (dash-dot) per archetype."""
+    oracle best-response value (dashed; with fresh deals, its value on each episode index's
+    own deals), the equilibrium value (dotted) and, for repeated instances, the value of
+    knowing the deal (dash-dot) per archetype."""
     fig, (ax_return, ax_success) = plt.subplots(1, 2, figsize=(11, 4.2))
     colors = plt.rcParams["axes.prop_cycle"].by_key()["color"]
     for k, (name, result) in enumerate(report["opponents"].items()):
@@ -33,7 +34,10 @@ def plot_evaluation(report: dict[str, Any], path: Path) -> Path:
         episodes = range(1, len(result["mean_return_by_episode"]) + 1)
         ax_return.errorbar(episodes, result["mean_return_by_episode"], yerr=result["stderr_return_by_episode"],
                            marker="o", capsize=3, color=color, label=name)
-        if result.get("best_response_value") is not None:
+        if result.get("best_response_by_episode"):
+            ax_return.plot(list(episodes), result["best_response_by_episode"], color=color, linestyle="--",
+                           linewidth=0.9, alpha=0.7)
+        elif result.get("best_response_value") is not None:
             ax_return.axhline(result["best_response_value"], color=color, linestyle="--", linewidth=0.9, alpha=0.7)
         if result.get("equilibrium_value") is not None:
             ax_return.axhline(result["equilibrium_value"], color=color, linestyle=":", linewidth=0.9, alpha=0.7)

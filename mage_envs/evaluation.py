@@ -115,6 +115,10 @@ class EvaluationReport:
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
         title = f"{self.agent} on {self.env_id} (seed {self.seed}; ~ marks a Monte Carlo estimate)"
+        on_sample = [f"  {name}: " + " ".join(f"{v:+.3f}" for v in r.best_response_by_episode)
+                     for name, r in self.opponents.items() if r.best_response_by_episode]
+        if on_sample:   # fresh deals: the best response on each episode index's own deals
+            lines += ["best response on the deals each episode index was dealt:", *on_sample]
         return "\n".join([title, *lines])
 
 

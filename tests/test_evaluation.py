@@ -110,6 +110,7 @@ def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflectio
     result = report.opponents["conservative"]
     assert result.instance_optimal_value is None
     assert result.best_response_by_episode == pytest.approx(expected)
+    assert "conservative: " + " ".join(f"{v:+.3f}" for v in expected) in report.table()
     assert len({h[1] for h in hands}) > 1   # later hands are dealt afresh
 
 

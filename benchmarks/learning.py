@@ -27,7 +27,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   are paired with ``stakes``;
 * ``iterations-400`` — the default's length before it became 600 iterations;
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
-  iterations (``packed_forward: false``), compared among themselves;
+  iterations unless the variant sets its own (``packed_forward: false``), compared among
+  themselves (not run unless named);
   ``<ablation>-constant-entropy-plain`` are ablations at the release before that (constant
   entropy weight).
 
@@ -76,10 +77,9 @@ VARIANTS: dict[str, dict] = {
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
-#: The default of 400 iterations before it became 600 (its one seed below 80% of a ceiling
-#: reached it at 600).
+#: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
-#: Runs made before the packed forward became the default, at 400 iterations, kept as
+#: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as
 #: ``<variant>-plain`` (``packed_forward: false``: the same algorithm to float rounding, 1.8
 #: times slower) and compared among themselves; ``mage-plain`` against ``iterations-400``
 #: measures the switch. The ``<ablation>-constant-entropy-plain`` runs are ablations at the
@@ -90,10 +90,11 @@ RUN_PLAIN = {name: VARIANTS[name] for name in ("mage", "constant-entropy", "stab
                                               "stakes-return-std")}
 RUN_PLAIN.update({f"{name}-constant-entropy": {**VARIANTS[name], "entropy_schedule": "constant"}
                   for name in AT_CONSTANT_ENTROPY})
-PAIRED_WITH.update({f"{name}-constant-entropy": "constant-entropy" for name in AT_CONSTANT_ENTROPY})
-VARIANTS.update({f"{name}-plain": {"iterations": 400, **overrides, "packed_forward": False}
-                 for name, overrides in RUN_PLAIN.items()})
-PAIRED_WITH.update({f"{name}-plain": f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
+PLAIN_VARIANTS = {f"{name}-plain": {"iterations": 400, **overrides, "packed_forward": False}
+                  for name, overrides in RUN_PLAIN.items()}
+VARIANTS.update(PLAIN_VARIANTS)
+PAIRED_WITH.update({f"{name}-plain": "constant-entropy-plain" if name.endswith("-constant-entropy")
+                    else f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
 PAIRED_WITH["mage-plain"] = "iterations-400"
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -113,7 +114,7 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
         overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
                      "tensorboard": False, "checkpoint_every": 0, **overrides}
         config = apply_overrides(TrainConfig(), overrides)
-        if not _finished(folder, iterations):
+        if not _finished(folder, config.run.iterations):
             Trainer(config, progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
@@ -233,10 +234,12 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
     lines = [
         "# Learning benchmark: the MAGE recipe against its ablations",
         "",
-        f"`python benchmarks/learning.py` — the default CPU configuration, {iterations} iterations per run,",
-        "each run evaluated on 300 meta-episodes per style, stratified over Kuhn Poker's 12 (deal, seat)",
-        "instances, so returns and the deal-known ceiling share one sample (with fresh deals the share",
-        "is of the best-response value, the ceiling without the deal). Returns in chips per hand;",
+        f"`python benchmarks/learning.py` — the default CPU configuration, {iterations} iterations per run",
+        "unless a variant sets its own (`iterations-400` and the `-plain` runs 400, `stabilisers-off` and",
+        "`previous-default` 200), each run evaluated on 300 meta-episodes per style, stratified over Kuhn",
+        "Poker's 12 (deal, seat) instances, so returns and the deal-known ceiling share one sample (with",
+        "fresh deals the share is of the best response's value on the final hands' own deals, the",
+        "ceiling without knowing the deal). Returns in chips per hand;",
         "`a ± b` is the mean over seeds with the half-width of its 95% confidence interval (Student t).",
         f"Best non-adaptive value against the training styles: {nonadaptive:+.3f}.",
         "",
@@ -299,7 +302,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
     parser.add_argument("--iterations", type=int, default=None, help="default: the config's")
-    parser.add_argument("--variants", nargs="*", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="*", default=[v for v in VARIANTS if v not in PLAIN_VARIANTS],
+                        choices=list(VARIANTS), help="default: all but the -plain runs of earlier releases")
     parser.add_argument("--extra-variant", nargs=2, action="append", default=[], metavar=("NAME", "JSON"),
                         help="a further variant: its name and its overrides, e.g. entropy '{\"entropy_coef\": 0.2}'")
     parser.add_argument("--jobs", type=int, default=2)

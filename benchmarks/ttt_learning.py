@@ -41,7 +41,8 @@ def train(seed: int, iterations: int, out: Path) -> Path:
 
 
 def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) -> dict:
-    """Reports of the untrained and the trained policy (each written once, then read back).
+    """Reports of the untrained and the trained policy (each written once per checkpoint and
+    meta-episode count, then read back).
     Against ``mcts-1000`` no oracle runs (estimating its best response would search the whole
     tree with the bot at every position); a draw is what perfect play gets against it."""
     from mage_agent.build import build_policy
@@ -54,7 +55,9 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) ->
     config = TrainConfig.from_dict(json.loads((checkpoint / "state.json").read_text())["config"])
     reports = {}
     for stage, start in (("untrained", None), ("trained", checkpoint)):
-        pool, strong = folder / f"eval-{stage}-pool.json", folder / f"eval-{stage}-strong.json"
+        name = "untrained" if start is None else start.name   # a longer run or other counts: new files
+        pool = folder / f"eval-{name}-pool-{meta_episodes}.json"
+        strong = folder / f"eval-{name}-strong-{strong_meta_episodes}.json"
         if not (pool.exists() and strong.exists()):
             policy = build_policy(config, folder, start)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,

@@ -27,6 +27,7 @@ import json
 import math
 import shutil
 import time
+import warnings
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
@@ -61,6 +62,32 @@ def earlier_run(output: Path) -> list[Path]:
     """
     named = [output / name for name in RUN_FILES if (output / name).exists()]
     return named + sorted(output.glob("eval*.json")) + sorted(output.glob("eval*.png"))
+
+
+#: Settings that do not change what a run computes.
+NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every")
+
+
+def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
+    """``name old -> new`` for each setting of ``config`` that a checkpoint's stored config
+    (:meth:`TrainConfig.to_dict`) holds otherwise, or is silent on ('' when none).
+
+    Example:
+        >>> stored = TrainConfig().to_dict()
+        >>> stored["run"]["iterations"] = 400
+        >>> changed_settings(stored, TrainConfig())
+        'iterations 400 -> 600'
+    """
+    changes = []
+    for section, fields in config.to_dict().items():
+        for name, value in fields.items():
+            old = stored.get(section, {}).get(name, _UNSET)
+            if name not in NOT_RESULTS and old != value:
+                changes.append(f"{name} {'unset' if old is _UNSET else repr(old)} -> {value!r}")
+    return ", ".join(changes)
+
+
+_UNSET = object()
 
 
 class Trainer:
@@ -107,6 +134,10 @@ class Trainer:
         )
         if checkpoint is not None:
             state = load_training_state(checkpoint, self.optimizer, self.scheduler)
+            changed = changed_settings(state.config, config)
+            if changed and self.world.is_main:
+                warnings.warn(f"resuming {checkpoint} with settings that differ from the run's: {changed}; it "
+                              "continues with the new ones (schedules follow the new iterations)", stacklevel=2)
             self.start_iteration = state.iteration
             self.history = state.extras["history"]
             if self.world.is_main:  # a killed run may have logged iterations after its last checkpoint

@@ -28,7 +28,6 @@ from typing import Any, Callable, Protocol, Sequence, SupportsFloat, cast
 
 import gymnasium as gym
 import numpy as np
-import pyspiel
 from tqdm.auto import tqdm
 
 from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
@@ -422,6 +421,8 @@ def _on_sample_best_response(game: str, opponent: str, env_kwargs: dict[str, Any
                              recorder: _Recorder) -> list[float] | None:
     """Per episode index, the best response's mean expected return over the instances that
     episode index was played on (``None`` without chance events or a full record)."""
+    import pyspiel
+
     from .games.facts import load_game
     from .oracle.winnable import best_response_instance_value
 
@@ -430,7 +431,7 @@ def _on_sample_best_response(game: str, opponent: str, env_kwargs: dict[str, Any
     played = [[pair for pair in hands if pair is not None] for hands in recorder.episode_instances.values()]
     meta_episodes, num_episodes = recorder.returns.shape
     if len(played) < meta_episodes or any(len(hands) < num_episodes for hands in played):
-        return None
+        return None   # an episode without its instance (a transcript written before they were kept)
     scale = float(env_kwargs.get("reward_scale", 1.0))
     return [scale * float(np.mean([best_response_instance_value(game, opponent, *hands[i]) for hands in played]))
             for i in range(num_episodes)]

@@ -71,16 +71,25 @@ def instance_optimal_value(game: str, opponent: str | Opponent, seat: Seat = "ra
 
 def _best_value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent, drawn: int = 0) -> float:
     """Expectimax with the deal known: max over ``seat``'s actions, expectation over the opponent's."""
+    return _value(state, deal, seat, opponent, None, drawn)
+
+
+def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
+           play: Callable[[pyspiel.State], int] | None, drawn: int = 0) -> float:
+    """``seat``'s expected return with chance following ``deal`` and the opponent's moves drawn
+    from its distribution: playing ``play``'s moves, or the best ones knowing the deal (``None``)."""
     if state.is_terminal():
         return state.returns()[seat]
     if state.is_chance_node():
-        return _best_value(state.child(deal[drawn]), deal, seat, opponent, drawn + 1)
+        return _value(state.child(deal[drawn]), deal, seat, opponent, play, drawn + 1)
     if state.current_player() == seat:
-        return max(_best_value(state.child(a), deal, seat, opponent, drawn) for a in state.legal_actions())
+        if play is not None:
+            return _value(state.child(play(state)), deal, seat, opponent, play, drawn)
+        return max(_value(state.child(a), deal, seat, opponent, None, drawn) for a in state.legal_actions())
     probs = opponent.action_probabilities(state)
     if probs is None:
         raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
-    return sum(p * _best_value(state.child(a), deal, seat, opponent, drawn) for a, p in probs.items() if p > 0)
+    return sum(p * _value(state.child(a), deal, seat, opponent, play, drawn) for a, p in probs.items() if p > 0)
 
 
 def _deals(game: pyspiel.Game) -> Iterator[tuple[Deal, float]]:
@@ -172,6 +181,8 @@ def best_response_instance_value(game: str, opponent: str, instance: int, seat: 
     the opponent's cards) on one instance: the deal fixed, the opponent's moves drawn from
     its distribution. Averaged over every instance equally it is the best-response value;
     averaged over the instances of fresh-deal hands it is their ceiling on that very sample.
+    Where several moves are equally good over all deals, OpenSpiel's best response picks one,
+    so on a given sample another equally good policy can score above it, by chance.
 
     Example (instance 17: we hold the Jack in seat 1, the conservative opponent the King):
         >>> best_response_instance_value("kuhn_poker", "conservative", 17, seat=1)
@@ -185,7 +196,7 @@ def best_response_instance_value(game: str, opponent: str, instance: int, seat: 
 @functools.lru_cache(maxsize=65_536)
 def _best_response_deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
     play = _best_response(game, opponent, seat)
-    return _policy_value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent), play)
+    return _value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent), play)
 
 
 @functools.lru_cache(maxsize=256)
@@ -193,21 +204,6 @@ def _best_response(game: str, opponent: str, seat: int) -> Callable[[pyspiel.Sta
     from .values import best_response_policy
 
     return best_response_policy(game, opponent, seat)
-
-
-def _policy_value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
-                  play: Callable[[pyspiel.State], int], drawn: int = 0) -> float:
-    """The expected return of ``play`` for ``seat`` with chance following ``deal``."""
-    if state.is_terminal():
-        return state.returns()[seat]
-    if state.is_chance_node():
-        return _policy_value(state.child(deal[drawn]), deal, seat, opponent, play, drawn + 1)
-    if state.current_player() == seat:
-        return _policy_value(state.child(play(state)), deal, seat, opponent, play, drawn)
-    probs = opponent.action_probabilities(state)
-    if probs is None:
-        raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
-    return sum(p * _policy_value(state.child(a), deal, seat, opponent, play, drawn) for a, p in probs.items() if p > 0)
 
 
 @functools.lru_cache(maxsize=65_536)

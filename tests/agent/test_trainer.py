@@ -1,6 +1,7 @@
 """The trainer end to end: a tiny run, resume equivalence, the CLI."""
 
 import json
+import warnings
 
 import pytest
 import torch
@@ -41,7 +42,9 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path, train_until_killed):
     straight.train()
 
     train_until_killed(Trainer(run_config(tmp_path, "killed"), progress=False), "collect", 2)
-    resumed = Trainer(run_config(tmp_path, "killed"), resume=True, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the same settings: resumed without a word
+        resumed = Trainer(run_config(tmp_path, "killed"), resume=True, progress=False)
     assert resumed.start_iteration == 2
     resumed.train()
     a, b = parameters(straight), parameters(resumed)
@@ -52,6 +55,12 @@ def test_killed_and_resumed_run_is_bit_identical(tmp_path, train_until_killed):
         == {k: v for k, v in y.items() if k not in ("seconds", "tokens_per_second")}
         for x, y in zip(resumed.history, straight.history)
     )
+
+
+def test_resuming_with_other_settings_says_which(tmp_path):
+    Trainer(run_config(tmp_path, "run", iterations=2), progress=False).train()
+    with pytest.warns(UserWarning, match=r"entropy_coef 0\.1 -> 0\.05, iterations 2 -> 6; it continues with the new"):
+        Trainer(run_config(tmp_path, "run", iterations=6, entropy_coef=0.05, threads=2), resume=True, progress=False)
 
 
 def test_lora_run_trains_only_the_adapter_and_resumes(tmp_path):

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -21,11 +22,13 @@ from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
 from .config import DTYPES, TrainConfig, did_you_mean
+from .packing import supports
 from .policy import LoraSettings, Policy, Sampling, default_dtype
 from .pretrained import resolve_model_path
 from .tiny import TinyConfig, create_tiny
 
 TINY = "tiny"
+LOG = logging.getLogger(__name__)
 
 
 def resolve_device(name: str) -> str:
@@ -101,13 +104,21 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
 
 def packs(config: TrainConfig, base: str) -> bool:
     """Whether the run takes the packed forward (:mod:`mage_agent.packing`): asked for (the
-    default), without activation checkpointing, on a Llama-family model at ``base``."""
+    default), without activation checkpointing, on a Llama-family model at ``base``. When it
+    is asked for but does not apply, the plain forward runs and the log says why."""
     from transformers import AutoConfig
 
     model = config.model
-    if not model.packed_forward or model.activation_checkpointing:
+    if not model.packed_forward:
         return False
-    return AutoConfig.from_pretrained(base).model_type == "llama"
+    if model.activation_checkpointing:
+        LOG.info("packed_forward: off (activation checkpointing is on); the plain forward runs")
+        return False
+    model_type = AutoConfig.from_pretrained(base).model_type
+    if not supports(model_type):
+        LOG.info("packed_forward: off (model type %r is not Llama-family); the plain forward runs", model_type)
+        return False
+    return True
 
 
 def sampling_of(config: TrainConfig) -> Sampling:

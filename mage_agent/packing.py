@@ -30,7 +30,7 @@ from typing import Any, Sequence
 
 import numpy as np
 import torch
-from transformers import LlamaForCausalLM
+from transformers import LlamaConfig, LlamaForCausalLM
 from transformers.integrations.sdpa_attention import sdpa_attention_forward
 from transformers.models.llama.modeling_llama import rotate_half
 
@@ -46,6 +46,16 @@ PASS_COST = 120_000
 MAX_CHUNK = 512
 #: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each.
 KeyValues = list[tuple[torch.Tensor, torch.Tensor]]
+
+
+def supports(model_type: str) -> bool:
+    """Whether :func:`final_hidden` runs models of this ``config.model_type`` (the Llama family).
+
+    Example:
+        >>> supports("llama"), supports("qwen2")
+        (True, False)
+    """
+    return model_type == LlamaConfig.model_type
 
 
 @dataclass(frozen=True)

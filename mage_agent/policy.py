@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .packing import final_hidden, read_starts
+from .packing import final_hidden, read_starts, supports
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -155,7 +155,7 @@ class Policy:
         self.has_adapter = hasattr(self.model, "disable_adapter")
         self.activation_checkpointing = False
         self.packed_forward = packed_forward
-        if packed_forward and not isinstance(self._base(self.model), LlamaForCausalLM):
+        if packed_forward and not supports(self._base(self.model).config.model_type):
             raise ValueError(f"packed_forward needs a Llama-family model, not {type(self._base(self.model)).__name__}")
         self._reference = None
         if not self.has_adapter:

@@ -224,7 +224,7 @@ def evaluate(
             env.close()
         result = recorder.result()
         if oracle and game:
-            played = [recorder.instances[j] for j in sorted(recorder.instances)]
+            played = recorder.first_instances()
             _attach_oracle(result, game, name, env_kwargs, played if repeats else None)
             if not repeats and num_episodes > 1 and result.best_response_exact:
                 result.best_response_by_episode = _on_sample_best_response(game, name, env_kwargs, recorder)
@@ -284,17 +284,16 @@ class _Recorder:
         self.invalid_steps = np.zeros(meta_episodes, dtype=int)
         self._recorded = np.zeros(meta_episodes, dtype=int)
         self._single_return = np.zeros(meta_episodes)
-        #: (instance, seat) of each meta-episode's first episode, by index (games only)
-        self.instances: dict[int, tuple[int, int]] = {}
-        #: (instance, seat) of each of its episodes (fresh deals give each its own)
+        #: (instance, seat) of each meta-episode's episodes, by index (games only; fresh deals
+        #: give each episode its own, repeated ones the first episode's)
         self.episode_instances: dict[int, list[tuple[int, int] | None]] = {}
         self.steps: dict[int, list[dict[str, Any]]] | None = {} if keep_steps else None
 
     def start(self, j: int, info: dict[str, Any]) -> None:
         """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
         if "instance" in info:
-            self.instances[j] = (int(info["instance"]), int(info["seat"]))
-            self.episode_instances[j] = [self.instances[j]] + [None] * (self.returns.shape[1] - 1)
+            first = (int(info["instance"]), int(info["seat"]))
+            self.episode_instances[j] = [first] + [None] * (self.returns.shape[1] - 1)
 
     def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
              info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
@@ -333,7 +332,8 @@ class _Recorder:
             for key, value in (step["usage"] or {}).items():
                 if isinstance(value, int):
                     usage[key] = usage.get(key, 0) + value
-        return {"instance": self.instances.get(j), "episode_instances": self.episode_instances.get(j),
+        hands = self.episode_instances.get(j)
+        return {"instance": None if hands is None else hands[0], "episode_instances": hands,
                 "returns": self.returns[j].tolist(),
                 "outcomes": self.outcomes[j].tolist(), "successes": self.successes[j].tolist(),
                 "act_steps": int(self.act_steps[j]), "invalid_steps": int(self.invalid_steps[j]),
@@ -344,11 +344,16 @@ class _Recorder:
         self.returns[j], self.successes[j] = record["returns"], record["successes"]
         self.outcomes[j] = np.array(record["outcomes"], dtype=object)
         self.act_steps[j], self.invalid_steps[j] = record["act_steps"], record["invalid_steps"]
-        if record["instance"] is not None:
-            self.instances[j] = (int(record["instance"][0]), int(record["instance"][1]))
-        if record.get("episode_instances"):  # absent from transcripts written before it was recorded
-            self.episode_instances[j] = [None if pair is None else (int(pair[0]), int(pair[1]))
-                                         for pair in record["episode_instances"]]
+        # transcripts written before the episodes' instances were recorded hold the first one only
+        hands = record.get("episode_instances") or ([record["instance"]] + [None] * (self.returns.shape[1] - 1)
+                                                    if record["instance"] is not None else None)
+        if hands is not None:
+            self.episode_instances[j] = [None if pair is None else (int(pair[0]), int(pair[1])) for pair in hands]
+
+    def first_instances(self) -> list[tuple[int, int]]:
+        """(instance, seat) of each recorded meta-episode's first episode, in index order."""
+        firsts = [self.episode_instances[j][0] for j in sorted(self.episode_instances)]
+        return [pair for pair in firsts if pair is not None]  # a first episode always has one
 
     def result(self) -> OpponentResult:
         meta_episodes, n = self.returns.shape

@@ -2,6 +2,7 @@
 gradients, samples and training metrics of the plain forward, to float rounding."""
 
 import copy
+import logging
 
 import pytest
 import torch
@@ -130,7 +131,7 @@ def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
             assert (a.text, a.truncated, a.allowed_ids, a.prompt_ids) == (b.text, b.truncated, b.allowed_ids, b.prompt_ids)
 
 
-def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer, tmp_path):
+def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer, tmp_path, caplog):
     from mage_agent.build import build_policy, packs
     from mage_agent.config import TrainConfig, apply_overrides
 
@@ -146,7 +147,9 @@ def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer,
     checkpointed = apply_overrides(config, {"activation_checkpointing": True})
     assert not build_policy(checkpointed, tmp_path / "run").packed_forward
     gpt2.save_pretrained(tmp_path / "gpt2")
-    assert not packs(config, str(tmp_path / "gpt2"))
+    with caplog.at_level(logging.INFO, logger="mage_agent.build"):
+        assert not packs(config, str(tmp_path / "gpt2"))
+    assert "model type 'gpt2' is not Llama-family" in caplog.text
     assert not packs(apply_overrides(config, {"packed_forward": False}), str(tmp_path / "run" / "base_model"))
 
 

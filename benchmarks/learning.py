@@ -35,8 +35,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
 ceiling on the very instances evaluated (``instance_optimal_value``). Finished runs are
-kept in ``--output-dir`` and never re-trained: a killed benchmark resumes where it
-stopped. Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
+kept in ``--output-dir`` and never re-trained, and a run killed midway continues from its
+last checkpoint (every 100 iterations), so a killed benchmark resumes where it stopped. Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
 ``docs/learning.png``.
 
     python benchmarks/learning.py --seeds 0 1 2 3 4 5 6 7 8 9 --variants mage cumulative --jobs 2
@@ -97,6 +97,8 @@ PAIRED_WITH.update({f"{name}-plain": "constant-entropy-plain" if name.endswith("
                     else f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
 PAIRED_WITH["mage-plain"] = "iterations-400"
 ROOT = Path(__file__).resolve().parent.parent
+#: Iterations between a run's checkpoints: a killed benchmark continues each run from its last.
+CHECKPOINT_EVERY = 100
 
 
 def run_dir(out: str, variant: str, seed: int) -> Path:
@@ -112,10 +114,10 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
     folder = run_dir(out, variant, seed)
     if not (folder / "eval.json").exists():
         overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
-                     "tensorboard": False, "checkpoint_every": 0, **overrides}
+                     "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides}
         config = apply_overrides(TrainConfig(), overrides)
         if not _finished(folder, config.run.iterations):
-            Trainer(config, progress=False, overwrite=True).train()
+            Trainer(config, resume=_resumable(folder, config), progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
 
@@ -125,6 +127,17 @@ def _finished(folder: Path, iterations: int) -> bool:
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
     return checkpoint is not None and checkpoint.name == f"iter-{iterations:06d}"
+
+
+def _resumable(folder: Path, config) -> bool:
+    """Whether an interrupted run of exactly this config left a checkpoint to continue from
+    (a run of other settings starts over)."""
+    from mage_agent.checkpoint import latest_checkpoint
+    from mage_agent.trainer import changed_settings
+
+    checkpoint = latest_checkpoint(folder / "checkpoints")
+    return checkpoint is not None and not changed_settings(
+        json.loads((checkpoint / "state.json").read_text())["config"], config)
 
 
 def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:

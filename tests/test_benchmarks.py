@@ -141,3 +141,32 @@ def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):
     assert set(result["styles"]) == {"conservative", "aggressive", "intermediate"}
     for style in result["styles"].values():
         assert style["ceiling"] > 0 and style["share"] == pytest.approx(style["final"] / style["ceiling"])
+
+
+def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch):
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    monkeypatch.setattr(learning, "CHECKPOINT_EVERY", 2)
+    monkeypatch.setattr(learning, "evaluate_run", lambda folder: (folder / "eval.json").write_text("{}"))
+    job = ("mage", 0, 4, str(tmp_path / "runs"), {})
+    learning.run_one(job)
+    folder = learning.run_dir(str(tmp_path / "runs"), "mage", 0)
+    whole = (folder / "metrics.jsonl").read_text().splitlines()
+    # killed after iteration 3: the checkpoint of iteration 2 is its last, and no evaluation
+    (folder / "eval.json").unlink()
+    (folder / "checkpoints" / "latest").write_text("iter-000002")
+    (folder / "metrics.jsonl").write_text("\n".join(whole[:3]) + "\n")
+    saved = (folder / "checkpoints" / "iter-000002" / "state.json").stat().st_mtime_ns
+    learning.run_one(job)
+    assert (folder / "checkpoints" / "iter-000002" / "state.json").stat().st_mtime_ns == saved  # not retrained
+    resumed = [json.loads(line) for line in (folder / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in resumed] == [1, 2, 3, 4]
+    keys = [key for key in resumed[0] if key.startswith(("return_", "final_return/", "policy_loss", "entropy/"))]
+    assert keys and all(resumed[i][key] == json.loads(whole[i])[key] for i in range(4) for key in keys)
+    # the same run asked for more iterations has other settings (its schedules): it starts over
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    same = {"seed": 0, "output_dir": str(folder), "eval_meta_episodes": 0, "tensorboard": False}
+    assert learning._resumable(folder, apply_overrides(TrainConfig(), {**same, "iterations": 4}))
+    assert not learning._resumable(folder, apply_overrides(TrainConfig(), {**same, "iterations": 6}))

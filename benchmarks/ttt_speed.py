@@ -1,19 +1,23 @@
-"""Training time per iteration with the plain forward and the packed one, side by side.
+"""Training time per iteration of two settings, side by side (by default the plain forward
+and the packed one).
 
 Trains the Tic-Tac-Toe example's configuration (``examples/train_tic_tac_toe.py``; ``--env
-kuhn``: ``mage train``'s defaults) twice in one process, ``packed_forward`` off then on, for
-``--warmup`` + ``--iterations`` iterations each. It prints the seconds per timed iteration,
-split into sampling, the rest of the rollout (environment steps, prompts) and the update,
-the ratio of the two, and whether the per-iteration metrics agree: the returns exactly, the
-other metrics (loss diagnostics, log-probs) to ``--tolerance``. It exits non-zero when they
-do not. The machine may be shared: compare the ratio, not the seconds.
+kuhn``: ``mage train``'s defaults) twice in one process, with the ``--baseline`` settings
+then the ``--candidate`` ones (default ``packed_forward`` off, then on), for ``--warmup`` +
+``--iterations`` iterations each. It prints the seconds per timed iteration, split into
+sampling, the rest of the rollout (environment steps, prompts) and the update, the ratio of
+the two, and whether the per-iteration metrics agree: the returns exactly, the other metrics
+(loss diagnostics, log-probs) to ``--tolerance``. It exits non-zero when they do not. The
+machine may be shared: compare the ratio, not the seconds.
 
-Run: ``python benchmarks/ttt_speed.py [--env ttt] [--iterations 3] [--warmup 1] [--groups 16]``
+Run: ``python benchmarks/ttt_speed.py [--env ttt] [--iterations 3] [--warmup 1] [--groups 16]
+[--baseline threads=1 --candidate threads=2]``
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import time
@@ -42,14 +46,33 @@ class Run:
     stages: dict[str, list[float]] = field(default_factory=dict)
 
 
-def config_of(env: str, iterations: int, groups: int, packed: bool, output_dir: str) -> TrainConfig:
-    """The benchmarked configuration: the example's (``ttt``) or the defaults (``kuhn``)."""
+def config_of(env: str, iterations: int, groups: int, settings: dict[str, Any], output_dir: str) -> TrainConfig:
+    """The benchmarked configuration: the example's (``ttt``) or the defaults (``kuhn``), with ``settings``."""
     base = example_config() if env == "ttt" else TrainConfig()
     overrides: dict[str, Any] = {"iterations": iterations, "eval_meta_episodes": 0, "tensorboard": False,
-                                 "checkpoint_every": 0, "output_dir": output_dir, "packed_forward": packed}
+                                 "checkpoint_every": 0, "output_dir": output_dir, **settings}
     if groups:
         overrides["groups_per_iteration"] = groups
     return apply_overrides(base, overrides)
+
+
+def settings_of(pairs: list[str]) -> dict[str, Any]:
+    """``name=value`` pairs as config overrides, each value read as JSON where it parses.
+
+    Example:
+        >>> settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"])
+        {'packed_forward': False, 'threads': 2, 'dtype': 'bfloat16'}
+    """
+    settings: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, text = pair.partition("=")
+        if not sep:
+            raise SystemExit(f"expected name=value, got {pair!r}")
+        try:
+            settings[name] = json.loads(text)
+        except json.JSONDecodeError:
+            settings[name] = text
+    return settings
 
 
 def timed(owner: Any, name: str, record: Callable[[float], None]) -> None:
@@ -114,21 +137,26 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=0, help="groups per iteration (default: the config's)")
     parser.add_argument("--tolerance", type=float, default=1e-5,
                         help="largest relative difference of a float metric (default: %(default)s)")
+    parser.add_argument("--baseline", nargs="+", default=["packed_forward=false"], metavar="NAME=VALUE",
+                        help="settings of the first run (default: %(default)s)")
+    parser.add_argument("--candidate", nargs="+", default=["packed_forward=true"], metavar="NAME=VALUE",
+                        help="settings of the second run (default: %(default)s)")
     args = parser.parse_args()
 
     total = args.warmup + args.iterations
     runs = {}
-    for label, packed in (("plain", False), ("packed", True)):
+    for pairs in (args.baseline, args.candidate):
         with tempfile.TemporaryDirectory() as folder:
-            runs[label] = train(config_of(args.env, total, args.groups, packed, folder))
+            runs[" ".join(pairs)] = train(config_of(args.env, total, args.groups, settings_of(pairs), folder))
+    baseline, candidate = runs
     print(f"{args.env}: {args.iterations} timed iterations after {args.warmup} warm-up, seconds per iteration")
     mean = {}
     for label, run in runs.items():
         means = {stage: sum(values[args.warmup:]) / args.iterations for stage, values in run.stages.items()}
         mean[label] = means["iteration"]
-        print(f"  {label:7s} " + "  ".join(f"{stage} {value:7.3f}" for stage, value in means.items()))
-    print(f"speed-up plain/packed: {mean['plain'] / mean['packed']:.2f}x")
-    bad, largest = disagreements(runs["plain"].history, runs["packed"].history, args.tolerance)
+        print(f"  {label} " + "  ".join(f"{stage} {value:7.3f}" for stage, value in means.items()))
+    print(f"speed-up baseline/candidate: {mean[baseline] / mean[candidate]:.2f}x")
+    bad, largest = disagreements(runs[baseline].history, runs[candidate].history, args.tolerance)
     print(f"metrics agree: {'yes' if not bad else 'NO'} (returns exactly; largest other difference {largest:.2e})")
     for line in bad:
         print("  " + line)

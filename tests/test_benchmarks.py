@@ -36,8 +36,9 @@ def test_ttt_speed_times_both_forwards_and_checks_their_metrics_agree():
                           capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]   # non-zero: the metrics disagree
     assert "metrics agree: yes" in done.stdout
-    assert float(done.stdout.split("speed-up plain/packed:")[1].split("x")[0]) > 0
-    assert [line.split()[0] for line in done.stdout.splitlines() if "update" in line] == ["plain", "packed"]
+    assert float(done.stdout.split("speed-up baseline/candidate:")[1].split("x")[0]) > 0
+    assert [line.split()[0] for line in done.stdout.splitlines() if "update" in line] == [
+        "packed_forward=false", "packed_forward=true"]
 
 
 def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):

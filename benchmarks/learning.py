@@ -25,6 +25,7 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``stakes-return-std`` — the same stakes, advantages divided by the std of each archetype's
   returns (its reward scale) instead of the std of its advantages. The ``stakes-*`` variants
   are paired with ``stakes``;
+* ``return-std``      — the same advantages without stakes (is the scale-free option free?);
 * ``iterations-400`` — the default's length before it became 600 iterations;
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
   iterations unless the variant sets its own (``packed_forward: false``), compared among
@@ -74,6 +75,7 @@ VARIANTS: dict[str, dict] = {
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
     "stakes-return-std": {"reward_weights": STAKES, "std_normalize": True, "std_of": "returns"},
+    "return-std": {"std_normalize": True, "std_of": "returns"},
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}

@@ -49,10 +49,11 @@ class Run:
 def config_of(env: str, iterations: int, groups: int, settings: dict[str, Any], output_dir: str) -> TrainConfig:
     """The benchmarked configuration: the example's (``ttt``) or the defaults (``kuhn``), with ``settings``."""
     base = example_config() if env == "ttt" else TrainConfig()
-    overrides: dict[str, Any] = {"iterations": iterations, "eval_meta_episodes": 0, "tensorboard": False,
-                                 "checkpoint_every": 0, "output_dir": output_dir, **settings}
-    if groups:
-        overrides["groups_per_iteration"] = groups
+    fixed = {"iterations": iterations, "eval_meta_episodes": 0, "tensorboard": False, "checkpoint_every": 0,
+             "output_dir": output_dir}
+    if clash := sorted(set(settings) & set(fixed)):
+        raise SystemExit(f"the benchmark sets {', '.join(clash)} itself: compare other settings")
+    overrides: dict[str, Any] = {**fixed, **({"groups_per_iteration": groups} if groups else {}), **settings}
     return apply_overrides(base, overrides)
 
 
@@ -144,19 +145,19 @@ def main() -> None:
     args = parser.parse_args()
 
     total = args.warmup + args.iterations
-    runs = {}
-    for pairs in (args.baseline, args.candidate):
+    runs, labels = {}, {}
+    for label, pairs in (("baseline", args.baseline), ("candidate", args.candidate)):
+        labels[label] = " ".join(pairs)
         with tempfile.TemporaryDirectory() as folder:
-            runs[" ".join(pairs)] = train(config_of(args.env, total, args.groups, settings_of(pairs), folder))
-    baseline, candidate = runs
+            runs[label] = train(config_of(args.env, total, args.groups, settings_of(pairs), folder))
     print(f"{args.env}: {args.iterations} timed iterations after {args.warmup} warm-up, seconds per iteration")
     mean = {}
     for label, run in runs.items():
         means = {stage: sum(values[args.warmup:]) / args.iterations for stage, values in run.stages.items()}
         mean[label] = means["iteration"]
-        print(f"  {label} " + "  ".join(f"{stage} {value:7.3f}" for stage, value in means.items()))
-    print(f"speed-up baseline/candidate: {mean[baseline] / mean[candidate]:.2f}x")
-    bad, largest = disagreements(runs[baseline].history, runs[candidate].history, args.tolerance)
+        print(f"  {label} ({labels[label]}) " + "  ".join(f"{stage} {value:7.3f}" for stage, value in means.items()))
+    print(f"speed-up baseline/candidate: {mean['baseline'] / mean['candidate']:.2f}x")
+    bad, largest = disagreements(runs["baseline"].history, runs["candidate"].history, args.tolerance)
     print(f"metrics agree: {'yes' if not bad else 'NO'} (returns exactly; largest other difference {largest:.2e})")
     for line in bad:
         print("  " + line)

@@ -15,10 +15,13 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import json
+import logging
+import sys
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
@@ -155,7 +158,29 @@ def evaluate_policy(
     return data
 
 
+@contextlib.contextmanager
+def _notes_to_stderr() -> Iterator[None]:
+    """While in the block, ``mage_agent``'s log notes (which forward runs, and why) go to stderr."""
+    log = logging.getLogger("mage_agent")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("mage: %(message)s"))
+    level = log.level
+    log.addHandler(handler)
+    log.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 def train_main(argv: Sequence[str]) -> int:
+    """``mage train``: train, plot and evaluate; the exit status."""
+    with _notes_to_stderr():
+        return _train(argv)
+
+
+def _train(argv: Sequence[str]) -> int:
     from .trainer import Trainer
 
     parser = train_parser()

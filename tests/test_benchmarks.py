@@ -37,8 +37,22 @@ def test_ttt_speed_times_both_forwards_and_checks_their_metrics_agree():
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]   # non-zero: the metrics disagree
     assert "metrics agree: yes" in done.stdout
     assert float(done.stdout.split("speed-up baseline/candidate:")[1].split("x")[0]) > 0
-    assert [line.split()[0] for line in done.stdout.splitlines() if "update" in line] == [
-        "packed_forward=false", "packed_forward=true"]
+    assert [line.split()[:2] for line in done.stdout.splitlines() if "update" in line] == [
+        ["baseline", "(packed_forward=false)"], ["candidate", "(packed_forward=true)"]]
+
+
+def test_ttt_speed_reads_settings_as_json_and_keeps_its_own():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import ttt_speed
+
+    assert ttt_speed.settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"]) == {
+        "packed_forward": False, "threads": 2, "dtype": "bfloat16"}
+    with pytest.raises(SystemExit, match="name=value"):
+        ttt_speed.settings_of(["packed_forward"])
+    config = ttt_speed.config_of("kuhn", 3, 4, {"threads": 2, "groups_per_iteration": 6}, "/tmp/x")
+    assert (config.run.threads, config.run.iterations, config.rollout.groups_per_iteration) == (2, 3, 6)
+    with pytest.raises(SystemExit, match="iterations"):
+        ttt_speed.config_of("kuhn", 3, 0, {"iterations": 5}, "/tmp/x")
 
 
 def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):

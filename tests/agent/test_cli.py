@@ -94,3 +94,11 @@ def test_resume_without_a_checkpoint_starts_a_clean_log(tmp_path):
                  "--resume"]) == 0
     lines = [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
     assert len(lines) == 1 and "return_ep1" in lines[0]
+
+
+def test_train_says_when_the_packed_forward_does_not_apply(tmp_path, capsys):
+    code = main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
+                 "--eval-meta-episodes", "0", "--output-dir", str(tmp_path / "run"), "--quiet",
+                 "--tensorboard", "false", "--activation-checkpointing", "true"])
+    assert code == 0
+    assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in capsys.readouterr().err

@@ -145,7 +145,9 @@ def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer,
     assert build_policy(config, tmp_path / "run").packed_forward
     # ... activation checkpointing and other families take the plain forward
     checkpointed = apply_overrides(config, {"activation_checkpointing": True})
-    assert not build_policy(checkpointed, tmp_path / "run").packed_forward
+    with caplog.at_level(logging.INFO, logger="mage_agent.build"):
+        assert not build_policy(checkpointed, tmp_path / "run").packed_forward
+    assert "off (activation checkpointing is on)" in caplog.text
     gpt2.save_pretrained(tmp_path / "gpt2")
     with caplog.at_level(logging.INFO, logger="mage_agent.build"):
         assert not packs(config, str(tmp_path / "gpt2"))

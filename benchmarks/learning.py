@@ -37,7 +37,8 @@ Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Po
 three training styles and the held-out ones; each return is compared with the deal-known
 ceiling on the very instances evaluated (``instance_optimal_value``). Finished runs are
 kept in ``--output-dir`` and never re-trained, and a run killed midway continues from its
-last checkpoint (every 100 iterations), so a killed benchmark resumes where it stopped. Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
+last checkpoint (every 100 iterations), so a killed benchmark resumes where it stopped.
+Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
 ``docs/learning.png``.
 
     python benchmarks/learning.py --seeds 0 1 2 3 4 5 6 7 8 9 --variants mage cumulative --jobs 2
@@ -50,8 +51,12 @@ import argparse
 import json
 import multiprocessing
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from mage_agent.config import TrainConfig
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 HELDOUT = ["bluffer", "calling-station", "maniac"]
@@ -131,7 +136,7 @@ def _finished(folder: Path, iterations: int) -> bool:
     return checkpoint is not None and checkpoint.name == f"iter-{iterations:06d}"
 
 
-def _resumable(folder: Path, config) -> bool:
+def _resumable(folder: Path, config: TrainConfig) -> bool:
     """Whether an interrupted run of exactly this config left a checkpoint to continue from
     (a run of other settings starts over)."""
     from mage_agent.checkpoint import latest_checkpoint

@@ -17,7 +17,6 @@ Run: ``python benchmarks/ttt_speed.py [--env ttt] [--iterations 3] [--warmup 1] 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -27,6 +26,7 @@ from typing import Any, Callable
 
 from mage_agent.config import TrainConfig, apply_overrides
 from mage_agent.trainer import Trainer
+from mage_envs.cli import parse_pairs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "examples"))
 from train_tic_tac_toe import example_config  # noqa: E402
@@ -64,16 +64,7 @@ def settings_of(pairs: list[str]) -> dict[str, Any]:
         >>> settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"])
         {'packed_forward': False, 'threads': 2, 'dtype': 'bfloat16'}
     """
-    settings: dict[str, Any] = {}
-    for pair in pairs:
-        name, sep, text = pair.partition("=")
-        if not sep:
-            raise SystemExit(f"expected name=value, got {pair!r}")
-        try:
-            settings[name] = json.loads(text)
-        except json.JSONDecodeError:
-            settings[name] = text
-    return settings
+    return parse_pairs(pairs, flag="--baseline/--candidate")
 
 
 def timed(owner: Any, name: str, record: Callable[[float], None]) -> None:

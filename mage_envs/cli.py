@@ -38,13 +38,14 @@ DEFAULT_ENV = "mage/KuhnPoker-meta-v0"
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
-def _parse_kwargs(pairs: Sequence[str]) -> dict[str, object]:
-    """``["seat=0", "reward_scale=5"]`` -> ``{"seat": 0, "reward_scale": 5}`` (JSON values)."""
-    kwargs: dict[str, object] = {}
+def parse_pairs(pairs: Sequence[str], flag: str = "--env-kwarg") -> dict[str, Any]:
+    """``["seat=0", "reward_scale=5", "name=x"]`` -> ``{"seat": 0, "reward_scale": 5, "name": "x"}``
+    (each value read as JSON where it parses); a pair without ``=`` or a key names ``flag``."""
+    kwargs: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")
         if not sep or not key:
-            raise SystemExit(f"error: --env-kwarg expects KEY=VALUE, got {pair!r}")
+            raise SystemExit(f"error: {flag} expects KEY=VALUE, got {pair!r}")
         try:
             kwargs[key] = json.loads(raw)
         except json.JSONDecodeError:
@@ -101,7 +102,7 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    env_kwargs = _parse_kwargs(args.env_kwarg)
+    env_kwargs = parse_pairs(args.env_kwarg)
     opponents = None if args.opponents is None else (
         args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(","))
     for agent_name in _agents_of(args):

@@ -47,7 +47,7 @@ def test_ttt_speed_reads_settings_as_json_and_keeps_its_own():
 
     assert ttt_speed.settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"]) == {
         "packed_forward": False, "threads": 2, "dtype": "bfloat16"}
-    with pytest.raises(SystemExit, match="name=value"):
+    with pytest.raises(SystemExit, match="--baseline/--candidate expects KEY=VALUE"):
         ttt_speed.settings_of(["packed_forward"])
     config = ttt_speed.config_of("kuhn", 3, 4, {"threads": 2, "groups_per_iteration": 6}, "/tmp/x")
     assert (config.run.threads, config.run.iterations, config.rollout.groups_per_iteration) == (2, 3, 6)

@@ -123,28 +123,24 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
         overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
                      "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides}
         config = apply_overrides(TrainConfig(), overrides)
-        if not _finished(folder, config.run.iterations):
-            Trainer(config, resume=_resumable(folder, config), progress=False, overwrite=True).train()
+        done = _checkpointed(folder, config)
+        if done != config.run.iterations:
+            Trainer(config, resume=done is not None, progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
 
 
-def _finished(folder: Path, iterations: int) -> bool:
-    from mage_agent.checkpoint import latest_checkpoint
-
-    checkpoint = latest_checkpoint(folder / "checkpoints")
-    return checkpoint is not None and checkpoint.name == f"iter-{iterations:06d}"
-
-
-def _resumable(folder: Path, config: TrainConfig) -> bool:
-    """Whether an interrupted run of exactly this config left a checkpoint to continue from
-    (a run of other settings starts over)."""
+def _checkpointed(folder: Path, config: TrainConfig) -> int | None:
+    """The iteration of the newest checkpoint that a run of exactly this config left in
+    ``folder`` (``None``: no checkpoint, or one of other settings, and the run starts over)."""
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.trainer import changed_settings
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
-    return checkpoint is not None and not changed_settings(
-        json.loads((checkpoint / "state.json").read_text())["config"], config)
+    if checkpoint is None:
+        return None
+    state = json.loads((checkpoint / "state.json").read_text())
+    return None if changed_settings(state["config"], config) else int(state["iteration"])
 
 
 def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:

@@ -183,5 +183,5 @@ def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monk
     from mage_agent.config import TrainConfig, apply_overrides
 
     same = {"seed": 0, "output_dir": str(folder), "eval_meta_episodes": 0, "tensorboard": False}
-    assert learning._resumable(folder, apply_overrides(TrainConfig(), {**same, "iterations": 4}))
-    assert not learning._resumable(folder, apply_overrides(TrainConfig(), {**same, "iterations": 6}))
+    assert learning._checkpointed(folder, apply_overrides(TrainConfig(), {**same, "iterations": 4})) == 4
+    assert learning._checkpointed(folder, apply_overrides(TrainConfig(), {**same, "iterations": 6})) is None

@@ -65,19 +65,15 @@ def instance_optimal_value(game: str, opponent: str | Opponent, seat: Seat = "ra
     g = load_game(game)
     opp = opponent if isinstance(opponent, Opponent) else make_opponent(game, opponent)
     deals = list(_deals(g))
-    values = [sum(prob * _best_value(g.new_initial_state(), deal, s, opp) for deal, prob in deals) for s in seats(seat)]
+    values = [sum(prob * _value(g.new_initial_state(), deal, s, opp) for deal, prob in deals) for s in seats(seat)]
     return sum(values) / len(values)
 
 
-def _best_value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent, drawn: int = 0) -> float:
-    """Expectimax with the deal known: max over ``seat``'s actions, expectation over the opponent's."""
-    return _value(state, deal, seat, opponent, None, drawn)
-
-
 def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
-           play: Callable[[pyspiel.State], int] | None, drawn: int = 0) -> float:
+           play: Callable[[pyspiel.State], int] | None = None, drawn: int = 0) -> float:
     """``seat``'s expected return with chance following ``deal`` and the opponent's moves drawn
-    from its distribution: playing ``play``'s moves, or the best ones knowing the deal (``None``)."""
+    from its distribution: playing ``play``'s moves, or the best ones knowing the deal (``None``:
+    expectimax, max over ``seat``'s actions)."""
     if state.is_terminal():
         return state.returns()[seat]
     if state.is_chance_node():
@@ -208,7 +204,7 @@ def _best_response(game: str, opponent: str, seat: int) -> Callable[[pyspiel.Sta
 
 @functools.lru_cache(maxsize=65_536)
 def _deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
-    return _best_value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent))
+    return _value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent))
 
 
 @functools.lru_cache(maxsize=256)
@@ -263,4 +259,4 @@ def deal_known_action(game: str, opponent: str, state: pyspiel.State, instance: 
     deal = instance_deal(game, instance)
     drawn = sum(1 for step in state.full_history() if step.player == pyspiel.PlayerId.CHANCE)
     opp = _opponent(game, opponent)
-    return max(state.legal_actions(), key=lambda a: _best_value(state.child(a), deal, seat, opp, drawn))
+    return max(state.legal_actions(), key=lambda a: _value(state.child(a), deal, seat, opp, None, drawn))

@@ -17,7 +17,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   weight, 200 iterations;
 * ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
-  read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there;
+  read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there,
+  ``fresh-deals-900`` trains 900 iterations (both paired with ``fresh-deals``);
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
   default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
@@ -76,6 +77,7 @@ VARIANTS: dict[str, dict] = {
                          "entropy_schedule": "constant", "iterations": 200},
     "fresh-deals": {"repeat_instance": False},
     "fresh-deals-cumulative": {"repeat_instance": False, "reward_mode": "cumulative"},
+    "fresh-deals-900": {"repeat_instance": False, "iterations": 900},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
@@ -84,6 +86,7 @@ VARIANTS: dict[str, dict] = {
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
+PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900")})
 #: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
 #: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as
@@ -205,11 +208,13 @@ def summarise(results: list[dict]) -> dict[str, dict]:
         train = {seed: per_style(by_key[variant, seed], TRAINING) for seed in seeds}
         held = {seed: per_style(by_key[variant, seed], HELDOUT) for seed in seeds}
         final = [np.mean([train[s][a]["final"] for a in TRAINING]) for s in seeds]
+        ceiling = [np.mean([train[s][a]["ceiling"] for a in TRAINING]) for s in seeds]
         first = [np.mean([train[s][a]["first"] for a in TRAINING]) for s in seeds]
         row = {
             "seeds": seeds,
             "final_by_seed": [round(float(x), 3) for x in final],
             "final": mean_ci(final),
+            "share": mean_ci([f / c for f, c in zip(final, ceiling)]),
             "first": mean_ci(first),
             "gain_within": mean_ci([f - g for f, g in zip(final, first)]),
             "style_final": {a: mean_ci([train[s][a]["final"] for s in seeds]) for a in TRAINING},
@@ -224,8 +229,8 @@ def summarise(results: list[dict]) -> dict[str, dict]:
         table[variant] = row
     for variant, row in table.items():
         reference = PAIRED_WITH.get(variant, "mage")
-        same_protocol = VARIANTS[variant].get("repeat_instance", True)  # fresh deals: another ceiling
-        if variant == reference or reference not in table or not same_protocol:
+        fresh = [VARIANTS[name].get("repeat_instance", True) for name in (variant, reference)]
+        if variant == reference or reference not in table or fresh[0] != fresh[1]:  # another ceiling
             continue
         by_seed = dict(zip(table[reference]["seeds"], table[reference]["final_by_seed"]))
         diffs = [final - by_seed[s] for s, final in zip(row["seeds"], row["final_by_seed"]) if s in by_seed]
@@ -252,7 +257,7 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
         "",
         f"`python benchmarks/learning.py` — the default CPU configuration, {iterations} iterations per run",
         "unless a variant sets its own (`iterations-400` and the `-plain` runs 400, `stabilisers-off` and",
-        "`previous-default` 200), each run evaluated on 300 meta-episodes per style, stratified over Kuhn",
+        "`previous-default` 200, `fresh-deals-900` 900), each run evaluated on 300 meta-episodes per style, stratified over Kuhn",
         "Poker's 12 (deal, seat) instances, so returns and the deal-known ceiling share one sample (with",
         "fresh deals the share is of the best response's value on the final hands' own deals, the",
         "ceiling without knowing the deal). Returns in chips per hand;",
@@ -268,12 +273,16 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
         paired = f"{_pm(row['paired']['difference'])} ({row['paired']['reference']})" if "paired" in row else "—"
         lines.append(f"| {variant} | {len(row['seeds'])} | {_pm(row['first'])} | {_pm(row['final'])} | "
                      f"{_pm(row['gain_within'])} | {paired} | " + " ".join(f"{x:+.3f}" for x in row["final_by_seed"]) + " |")
-    lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample deal-known ceiling, seed by seed:",
-              "", "| variant | " + " | ".join(TRAINING) + " | seeds with every style ≥ 90% |", "|---|---|---|---|---|"]
+    lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample ceiling, seed by seed; the",
+              "final hand over the styles' mean ceiling (mean ± 95% CI over seeds):",
+              "", "| variant | " + " | ".join(TRAINING) + " | share of the mean ceiling | seeds with every style ≥ 90% |",
+              "|---|---|---|---|---|---|"]
     for variant, row in table.items():
         cells = [f"{_pm(row['style_final'][a])} ({' '.join(f'{x:.2f}' for x in row['style_share_by_seed'][a])})"
                  for a in TRAINING]
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {row['seeds_all_90']} of {len(row['seeds'])} |")
+        mean, half = row["share"]
+        share = f"{mean:.0%}" if np.isnan(half) else f"{mean:.0%} ± {half:.0%}"
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {share} | {row['seeds_all_90']} of {len(row['seeds'])} |")
     lines += ["", "## Held-out styles (never trained against)", "",
               "| variant | " + " | ".join(f"{a}: hand 1 → final (share)" for a in HELDOUT) + " |", "|---|---|---|---|"]
     for variant, row in table.items():

@@ -126,6 +126,12 @@ def test_fresh_deal_shares_are_of_the_final_hands_own_ceiling():
         result["best_response_by_episode"] = [0.25, 0.3, 0.2]
     assert learning.per_style(report, ["aggressive"])["aggressive"] == {
         "first": 0.0, "final": 0.1, "ceiling": 0.2, "share": pytest.approx(0.5)}
+    # fresh-deal variants are paired among themselves, and the share is of the styles' mean ceiling
+    fresh = [{"variant": variant, "seed": seed, "report": report} for variant in ("fresh-deals", "fresh-deals-900")
+             for seed in (0, 1)]
+    table = learning.summarise(fresh)
+    assert table["fresh-deals-900"]["paired"] == {"reference": "fresh-deals", "difference": (0.0, 0.0)}
+    assert table["fresh-deals"]["share"] == (pytest.approx(0.5), 0.0)
 
 
 def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):

@@ -36,9 +36,10 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
-ceiling on the very instances evaluated (``instance_optimal_value``). Finished runs are
-kept in ``--output-dir`` and never re-trained, and a run killed midway continues from its
-last checkpoint (every 100 iterations), so a killed benchmark resumes where it stopped.
+ceiling on the very instances evaluated (``instance_optimal_value``). Evaluated runs are
+kept in ``--output-dir`` and never re-trained; a run killed midway continues from its last
+checkpoint (every 100 iterations) if its settings are the variant's, and starts over if
+not, so a killed benchmark resumes where it stopped.
 Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
 ``docs/learning.png``.
 
@@ -126,16 +127,16 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
         overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
                      "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides}
         config = apply_overrides(TrainConfig(), overrides)
-        done = _checkpointed(folder, config)
-        if done != config.run.iterations:
-            Trainer(config, resume=done is not None, progress=False, overwrite=True).train()
+        checkpointed = _checkpointed(folder, config)
+        if checkpointed != config.run.iterations:
+            Trainer(config, resume=checkpointed is not None, progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
 
 
 def _checkpointed(folder: Path, config: TrainConfig) -> int | None:
-    """The iteration of the newest checkpoint that a run of exactly this config left in
-    ``folder`` (``None``: no checkpoint, or one of other settings, and the run starts over)."""
+    """The iteration of the newest checkpoint that a run of this config (up to the settings that
+    do not change results) left in ``folder``; ``None``: no checkpoint, or one of other settings."""
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.trainer import changed_settings
 
@@ -214,7 +215,7 @@ def summarise(results: list[dict]) -> dict[str, dict]:
             "seeds": seeds,
             "final_by_seed": [round(float(x), 3) for x in final],
             "final": mean_ci(final),
-            "share": mean_ci([f / c for f, c in zip(final, ceiling)]),
+            "share_of_mean_ceiling": mean_ci([f / c for f, c in zip(final, ceiling)]),
             "first": mean_ci(first),
             "gain_within": mean_ci([f - g for f, g in zip(final, first)]),
             "style_final": {a: mean_ci([train[s][a]["final"] for s in seeds]) for a in TRAINING},
@@ -229,9 +230,10 @@ def summarise(results: list[dict]) -> dict[str, dict]:
         table[variant] = row
     for variant, row in table.items():
         reference = PAIRED_WITH.get(variant, "mage")
-        fresh = [VARIANTS[name].get("repeat_instance", True) for name in (variant, reference)]
-        if variant == reference or reference not in table or fresh[0] != fresh[1]:  # another ceiling
+        if variant == reference or reference not in table:
             continue
+        if VARIANTS[variant].get("repeat_instance", True) != VARIANTS[reference].get("repeat_instance", True):
+            continue  # fresh deals against repeated ones: another ceiling
         by_seed = dict(zip(table[reference]["seeds"], table[reference]["final_by_seed"]))
         diffs = [final - by_seed[s] for s, final in zip(row["seeds"], row["final_by_seed"]) if s in by_seed]
         if diffs:
@@ -255,9 +257,8 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
     lines = [
         "# Learning benchmark: the MAGE recipe against its ablations",
         "",
-        f"`python benchmarks/learning.py` — the default CPU configuration, {iterations} iterations per run",
-        "unless a variant sets its own (`iterations-400` and the `-plain` runs 400, `stabilisers-off` and",
-        "`previous-default` 200, `fresh-deals-900` 900), each run evaluated on 300 meta-episodes per style, stratified over Kuhn",
+        "`python benchmarks/learning.py` — the default CPU configuration, each run as long as its",
+        "variant says (the iterations column), evaluated on 300 meta-episodes per style, stratified over Kuhn",
         "Poker's 12 (deal, seat) instances, so returns and the deal-known ceiling share one sample (with",
         "fresh deals the share is of the best response's value on the final hands' own deals, the",
         "ceiling without knowing the deal). Returns in chips per hand;",
@@ -266,28 +267,33 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, path: Path) -> 
         "",
         "## Training styles (conservative, aggressive, intermediate)",
         "",
-        "| variant | seeds | hand 1 | final hand | final − hand 1 | final − reference (paired) | final, seed by seed |",
-        "|---|---|---|---|---|---|---|",
+        "| variant | iterations | seeds | hand 1 | final hand | final − hand 1 | final − reference (paired) "
+        "| final, seed by seed |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for variant, row in table.items():
         paired = f"{_pm(row['paired']['difference'])} ({row['paired']['reference']})" if "paired" in row else "—"
-        lines.append(f"| {variant} | {len(row['seeds'])} | {_pm(row['first'])} | {_pm(row['final'])} | "
-                     f"{_pm(row['gain_within'])} | {paired} | " + " ".join(f"{x:+.3f}" for x in row["final_by_seed"]) + " |")
-    lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample ceiling, seed by seed; the",
-              "final hand over the styles' mean ceiling (mean ± 95% CI over seeds):",
-              "", "| variant | " + " | ".join(TRAINING) + " | share of the mean ceiling | seeds with every style ≥ 90% |",
+        length = VARIANTS[variant].get("iterations", iterations)
+        lines.append(f"| {variant} | {length} | {len(row['seeds'])} | {_pm(row['first'])} | {_pm(row['final'])} | "
+                     f"{_pm(row['gain_within'])} | {paired} | "
+                     + " ".join(f"{x:+.3f}" for x in row["final_by_seed"]) + " |")
+    lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample ceiling, seed by seed;",
+              "the final hand over the styles' mean ceiling (mean ± 95% CI over seeds):", "",
+              "| variant | " + " | ".join(TRAINING) + " | share of the mean ceiling | seeds with every style ≥ 90% |",
               "|---|---|---|---|---|---|"]
     for variant, row in table.items():
         cells = [f"{_pm(row['style_final'][a])} ({' '.join(f'{x:.2f}' for x in row['style_share_by_seed'][a])})"
                  for a in TRAINING]
-        mean, half = row["share"]
-        share = f"{mean:.0%}" if np.isnan(half) else f"{mean:.0%} ± {half:.0%}"
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {share} | {row['seeds_all_90']} of {len(row['seeds'])} |")
+        mean, half = row["share_of_mean_ceiling"]
+        share = f"{mean:.0%} (one seed)" if np.isnan(half) else f"{mean:.0%} ± {half:.0%}"
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {share} | "
+                     f"{row['seeds_all_90']} of {len(row['seeds'])} |")
     lines += ["", "## Held-out styles (never trained against)", "",
-              "| variant | " + " | ".join(f"{a}: hand 1 → final (share)" for a in HELDOUT) + " |", "|---|---|---|---|"]
+              "| variant | " + " | ".join(f"{a}: hand 1 → final (share)" for a in HELDOUT) + " |",
+              "|---|---|---|---|"]
     for variant, row in table.items():
-        cells = [f"{row['heldout_first'][a][0]:+.3f} → {_pm(row['heldout_final'][a])} ({row['heldout_share'][a][0]:.2f})"
-                 for a in HELDOUT]
+        cells = [f"{row['heldout_first'][a][0]:+.3f} → {_pm(row['heldout_final'][a])} "
+                 f"({row['heldout_share'][a][0]:.2f})" for a in HELDOUT]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
     missing = [v for v in VARIANTS if v not in table]
     if missing:

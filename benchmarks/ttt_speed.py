@@ -57,16 +57,6 @@ def config_of(env: str, iterations: int, groups: int, settings: dict[str, Any], 
     return apply_overrides(base, overrides)
 
 
-def settings_of(pairs: list[str]) -> dict[str, Any]:
-    """``name=value`` pairs as config overrides, each value read as JSON where it parses.
-
-    Example:
-        >>> settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"])
-        {'packed_forward': False, 'threads': 2, 'dtype': 'bfloat16'}
-    """
-    return parse_pairs(pairs, flag="--baseline/--candidate")
-
-
 def timed(owner: Any, name: str, record: Callable[[float], None]) -> None:
     """Replace the method ``owner.name`` by one that passes each call's seconds to ``record``."""
     original: Callable = getattr(owner, name)
@@ -136,11 +126,14 @@ def main() -> None:
     args = parser.parse_args()
 
     total = args.warmup + args.iterations
-    runs, labels = {}, {}
-    for label, pairs in (("baseline", args.baseline), ("candidate", args.candidate)):
-        labels[label] = " ".join(pairs)
-        with tempfile.TemporaryDirectory() as folder:
-            runs[label] = train(config_of(args.env, total, args.groups, settings_of(pairs), folder))
+    labels = {"baseline": " ".join(args.baseline), "candidate": " ".join(args.candidate)}
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        configs = {label: config_of(args.env, total, args.groups, parse_pairs(pairs, flag=f"--{label}"),
+                                    f"{folder}/{label}")
+                   for label, pairs in (("baseline", args.baseline), ("candidate", args.candidate))}
+        for label, config in configs.items():  # both settings checked before either trains
+            runs[label] = train(config)
     print(f"{args.env}: {args.iterations} timed iterations after {args.warmup} warm-up, seconds per iteration")
     mean = {}
     for label, run in runs.items():

@@ -39,8 +39,16 @@ DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
 
 
 def parse_pairs(pairs: Sequence[str], flag: str = "--env-kwarg") -> dict[str, Any]:
-    """``["seat=0", "reward_scale=5", "name=x"]`` -> ``{"seat": 0, "reward_scale": 5, "name": "x"}``
-    (each value read as JSON where it parses); a pair without ``=`` or a key names ``flag``."""
+    """``KEY=VALUE`` pairs as a dict, each value read as JSON where it parses; a pair without
+    ``=`` or without a key exits with an error that names ``flag``.
+
+    Example:
+        >>> parse_pairs(["seat=0", "packed_forward=false", "name=x"])
+        {'seat': 0, 'packed_forward': False, 'name': 'x'}
+        >>> parse_pairs(["seat"], flag="--candidate")
+        Traceback (most recent call last):
+        SystemExit: error: --candidate expects KEY=VALUE, got 'seat'
+    """
     kwargs: dict[str, Any] = {}
     for pair in pairs:
         key, sep, raw = pair.partition("=")

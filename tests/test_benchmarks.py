@@ -41,14 +41,10 @@ def test_ttt_speed_times_both_forwards_and_checks_their_metrics_agree():
         ["baseline", "(packed_forward=false)"], ["candidate", "(packed_forward=true)"]]
 
 
-def test_ttt_speed_reads_settings_as_json_and_keeps_its_own():
+def test_ttt_speed_refuses_the_settings_it_sets_itself():
     sys.path.insert(0, str(SCRIPT.parent))
     import ttt_speed
 
-    assert ttt_speed.settings_of(["packed_forward=false", "threads=2", "dtype=bfloat16"]) == {
-        "packed_forward": False, "threads": 2, "dtype": "bfloat16"}
-    with pytest.raises(SystemExit, match="--baseline/--candidate expects KEY=VALUE"):
-        ttt_speed.settings_of(["packed_forward"])
     config = ttt_speed.config_of("kuhn", 3, 4, {"threads": 2, "groups_per_iteration": 6}, "/tmp/x")
     assert (config.run.threads, config.run.iterations, config.rollout.groups_per_iteration) == (2, 3, 6)
     with pytest.raises(SystemExit, match="iterations"):
@@ -126,12 +122,22 @@ def test_fresh_deal_shares_are_of_the_final_hands_own_ceiling():
         result["best_response_by_episode"] = [0.25, 0.3, 0.2]
     assert learning.per_style(report, ["aggressive"])["aggressive"] == {
         "first": 0.0, "final": 0.1, "ceiling": 0.2, "share": pytest.approx(0.5)}
-    # fresh-deal variants are paired among themselves, and the share is of the styles' mean ceiling
-    fresh = [{"variant": variant, "seed": seed, "report": report} for variant in ("fresh-deals", "fresh-deals-900")
-             for seed in (0, 1)]
-    table = learning.summarise(fresh)
-    assert table["fresh-deals-900"]["paired"] == {"reference": "fresh-deals", "difference": (0.0, 0.0)}
-    assert table["fresh-deals"]["share"] == (pytest.approx(0.5), 0.0)
+    # fresh-deal variants are paired among themselves, never with repeated deals (another ceiling),
+    # and the share is the final hand over the styles' mean ceiling (not the mean of their shares)
+    def fresh(aggressive):
+        report = _report({"aggressive": aggressive})
+        for style, result in report["opponents"].items():
+            result["instance_optimal_value"] = None
+            result["best_response_by_episode"] = [0.3, 0.3, 0.4 if style == "aggressive" else 0.2]
+        return report
+
+    runs = [{"variant": variant, "seed": seed, "report": fresh(value + 0.01 * seed)}
+            for variant, value in (("fresh-deals", 0.1), ("fresh-deals-900", 0.4)) for seed in (0, 1)]
+    runs += [{"variant": "mage", "seed": seed, "report": _report({})} for seed in (0, 1)]
+    table = learning.summarise(runs)
+    assert table["fresh-deals-900"]["paired"] == {"reference": "fresh-deals", "difference": (pytest.approx(0.1), 0.0)}
+    assert "paired" not in table["fresh-deals"]
+    assert table["fresh-deals"]["share_of_mean_ceiling"][0] == pytest.approx((0.3 / 0.8 + 0.31 / 0.8) / 2)
 
 
 def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):

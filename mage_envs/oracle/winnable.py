@@ -69,7 +69,7 @@ def instance_optimal_value(game: str, opponent: str | Opponent, seat: Seat = "ra
     return sum(values) / len(values)
 
 
-def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
+def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent, *,
            play: Callable[[pyspiel.State], int] | None = None, drawn: int = 0) -> float:
     """``seat``'s expected return with chance following ``deal`` and the opponent's moves drawn
     from its distribution: playing ``play``'s moves, or the best ones knowing the deal (``None``:
@@ -77,15 +77,16 @@ def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent,
     if state.is_terminal():
         return state.returns()[seat]
     if state.is_chance_node():
-        return _value(state.child(deal[drawn]), deal, seat, opponent, play, drawn + 1)
+        return _value(state.child(deal[drawn]), deal, seat, opponent, play=play, drawn=drawn + 1)
     if state.current_player() == seat:
         if play is not None:
-            return _value(state.child(play(state)), deal, seat, opponent, play, drawn)
-        return max(_value(state.child(a), deal, seat, opponent, None, drawn) for a in state.legal_actions())
+            return _value(state.child(play(state)), deal, seat, opponent, play=play, drawn=drawn)
+        return max(_value(state.child(a), deal, seat, opponent, drawn=drawn) for a in state.legal_actions())
     probs = opponent.action_probabilities(state)
     if probs is None:
         raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
-    return sum(p * _value(state.child(a), deal, seat, opponent, play, drawn) for a, p in probs.items() if p > 0)
+    return sum(p * _value(state.child(a), deal, seat, opponent, play=play, drawn=drawn)
+               for a, p in probs.items() if p > 0)
 
 
 def _deals(game: pyspiel.Game) -> Iterator[tuple[Deal, float]]:
@@ -192,7 +193,7 @@ def best_response_instance_value(game: str, opponent: str, instance: int, seat: 
 @functools.lru_cache(maxsize=65_536)
 def _best_response_deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
     play = _best_response(game, opponent, seat)
-    return _value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent), play)
+    return _value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent), play=play)
 
 
 @functools.lru_cache(maxsize=256)
@@ -259,4 +260,4 @@ def deal_known_action(game: str, opponent: str, state: pyspiel.State, instance: 
     deal = instance_deal(game, instance)
     drawn = sum(1 for step in state.full_history() if step.player == pyspiel.PlayerId.CHANCE)
     opp = _opponent(game, opponent)
-    return max(state.legal_actions(), key=lambda a: _value(state.child(a), deal, seat, opp, None, drawn))
+    return max(state.legal_actions(), key=lambda a: _value(state.child(a), deal, seat, opp, drawn=drawn))

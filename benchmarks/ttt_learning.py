@@ -75,6 +75,24 @@ def rates(result: dict) -> list[str]:
             zip(result["win_rate_by_episode"], result["draw_rate_by_episode"], result["loss_rate_by_episode"])]
 
 
+def room_for_adaptation(report: dict) -> str:
+    """The training pool's best non-adaptive value beside its mean best response: what
+    learning within a meta-episode could add at most.
+
+    Example:
+        >>> pool = {"a": {"best_response_value": 1.0}, "b": {"best_response_value": 0.5}}
+        >>> room_for_adaptation({"opponents": pool, "training_population": {"a": 1, "b": 1},
+        ...                      "best_nonadaptive_value": 0.7})
+        'Room for adaptation: the best non-adaptive value against the training pool is +0.700, the mean best response +0.750: learning within a meta-episode can add at most 0.050 a game.'
+    """
+    pool = report["training_population"]
+    best = sum(report["opponents"][name]["best_response_value"] * w for name, w in pool.items()) / sum(pool.values())
+    fixed = report["best_nonadaptive_value"]
+    return (f"Room for adaptation: the best non-adaptive value against the training pool is {fixed:+.3f}, "
+            f"the mean best response {best:+.3f}: learning within a meta-episode can add at most "
+            f"{best - fixed:.3f} a game.")
+
+
 def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
     lines = ["# Tic-Tac-Toe learning result", "",
              f"`python benchmarks/ttt_learning.py` — `examples/train_tic_tac_toe.py`'s configuration, "
@@ -82,7 +100,7 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
              "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
              "beside the best response's value (±1 a game).", ""]
     for seed, reports in by_seed.items():
-        lines += [f"## Seed {seed}", "", "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
+        lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "", "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
                   "trained final return | best response |", "|---|---|---|---|---|---|"]
         for pool in ("pool", "strong"):
             for name, trained in reports[f"trained/{pool}"]["opponents"].items():

@@ -1,9 +1,12 @@
 """Train the embedded tiny model with the MAGE recipe on Tic-Tac-Toe.
 
 A population of fixed-order heuristics (each exploitable by a different line of play)
-and a random player; three games per meta-episode on the same seat, so that what the
-first game reveals about the opponent's order can be exploited in the later ones.
-Evaluation covers held-out orders the agent never met in training.
+and a random player; three games per meta-episode on the same seat. Against this pool the
+opponent's replies within one game already tell the orders apart: the best non-adaptive
+value equals the mean best response (+0.992 a game, ``best_nonadaptive_value``), so the
+example measures learning to play, not learning across games (of the registered
+archetypes, ``random``, ``greedy`` and ``minimax`` on the second seat leave the most room
+for that: 0.076 a game). Evaluation covers held-out orders the agent never met in training.
 
     python examples/train_tic_tac_toe.py --iterations 150 --output-dir runs/example-ttt
 """

@@ -25,3 +25,19 @@ def test_trainer_example_trains_evaluates_and_guards_its_output(tmp_path, script
     again = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=tmp_path)
     assert again.returncode != 0 and "--overwrite" in again.stderr
     assert (out / "eval.json").read_bytes() == before  # the first run is kept
+
+
+def test_the_tic_tac_toe_pool_leaves_no_room_for_adaptation_across_games():
+    # what the example's docstring says: one fixed policy best-responds to every opponent of its pool
+    sys.path.insert(0, str(EXAMPLES))
+    from train_tic_tac_toe import TRAIN_POPULATION
+
+    from mage_envs.oracle import best_nonadaptive_value, best_response_value
+
+    fixed = best_nonadaptive_value("tic_tac_toe", list(TRAIN_POPULATION)).value
+    best = sum(best_response_value("tic_tac_toe", name).value for name in TRAIN_POPULATION) / len(TRAIN_POPULATION)
+    assert fixed == pytest.approx(best, abs=1e-9) and round(fixed, 3) == 0.992
+    trio = ["random", "greedy", "minimax"]   # of the registered archetypes, the most room (second seat)
+    gap = sum(best_response_value("tic_tac_toe", n, seat=1).value for n in trio) / 3 - best_nonadaptive_value(
+        "tic_tac_toe", trio, seat=1).value
+    assert round(gap, 3) == 0.076

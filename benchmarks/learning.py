@@ -18,7 +18,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there,
-  ``fresh-deals-900`` trains 900 iterations (both paired with ``fresh-deals``);
+  ``fresh-deals-final`` the final hand only (no credit for winning a probing hand),
+  ``fresh-deals-900`` trains 900 iterations (each paired with ``fresh-deals``);
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
   default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
@@ -79,6 +80,7 @@ VARIANTS: dict[str, dict] = {
     "fresh-deals": {"repeat_instance": False},
     "fresh-deals-cumulative": {"repeat_instance": False, "reward_mode": "cumulative"},
     "fresh-deals-900": {"repeat_instance": False, "iterations": 900},
+    "fresh-deals-final": {"repeat_instance": False, "reward_mode": "final"},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
@@ -87,7 +89,7 @@ VARIANTS: dict[str, dict] = {
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
-PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900")})
+PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final")})
 #: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
 #: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as

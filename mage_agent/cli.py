@@ -115,7 +115,7 @@ def evaluate_policy(
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
     baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
     :func:`~mage_envs.evaluation.evaluate` appends to and resumes from."""
-    from mage_envs.oracle import bayes_adaptive_values, best_nonadaptive_value
+    from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
     from mage_envs.oracle.adaptive import TEXTS
 
     if agent is None:
@@ -139,10 +139,11 @@ def evaluate_policy(
         nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     adaptive = None
-    if nonadaptive is not None and not config.env.repeat_instance and game_string in TEXTS:
-        values = bayes_adaptive_values(game_string, population, config.env.num_episodes, kwargs["seat"])
-        adaptive = {name: value * config.env.reward_scale for name, value in values.items()}
-    data["bayes_adaptive_values"] = adaptive
+    sees_earlier_hands = config.env.memory or config.env.reflection
+    if nonadaptive is not None and not config.env.repeat_instance and sees_earlier_hands and game_string in TEXTS:
+        adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
+        adaptive *= config.env.reward_scale
+    data["bayes_adaptive_value"] = adaptive
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))
     plot_evaluation(data, path.with_suffix(".png"))
@@ -153,17 +154,14 @@ def evaluate_policy(
         print(f"saved {path} and {path.with_suffix('.png')}")
         return data
     print(f"best non-adaptive value against the training population: {nonadaptive:+.3f}")
-    if adaptive:
-        print("Bayes-optimal adaptive agent's final episode (fresh deals): "
-              + ", ".join(f"{name} {value:+.3f}" for name, value in adaptive.items()))
+    if adaptive is not None:
+        print(f"Bayes-optimal adaptive agent's final episode against the training population: {adaptive:+.3f}")
     for opponent, result in data["opponents"].items():
         first, final = result["mean_return_by_episode"][0], result["mean_return_by_episode"][-1]
         line = (f"  {opponent:<16} return ep1 {first:+.3f} -> ep{len(result['mean_return_by_episode'])} {final:+.3f}"
                 f"  gap to best response {result['best_response_value'] - final:+.3f}")
         if result.get("instance_optimal_value") is not None:
             line += f"  gap to the instance ceiling {result['instance_optimal_value'] - final:+.3f}"
-        if adaptive and opponent in adaptive:
-            line += f"  gap to the Bayes-optimal agent {adaptive[opponent] - final:+.3f}"
         print(line + f"  adaptation gain over non-adaptive {final - nonadaptive:+.3f}")
     print(f"saved {path} and {path.with_suffix('.png')}")
     return data

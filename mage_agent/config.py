@@ -94,7 +94,8 @@ class EnvConfig:
     prompt_style: PromptStyle = field(default="compact", metadata={
         "help": "games' prompts: 'compact' (no rules text, for small models) or 'full'"})
     seat: SeatName = field(default="random", metadata={
-        "help": "the learner's seat in a game: 'random' (drawn per meta-episode), '0' (moves first) or '1'"})
+        "help": "the learner's seat in a game: 'random' (drawn per meta-episode, per episode with fresh deals), "
+                "'0' (moves first) or '1'"})
     population: dict[str, float] = field(
         default_factory=lambda: {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0},
         metadata={"help": "training opponents: archetype id -> sampling weight (JSON object)"},

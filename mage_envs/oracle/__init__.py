@@ -7,7 +7,7 @@
 * :func:`equilibrium_value`, :func:`exploitability`, :func:`nash_conv`;
 * :func:`winnable_fraction`, :func:`instance_optimal_value` — the success and return
   ceilings of repeat-instance meta-episodes (the deal known after earlier episodes);
-* :func:`bayes_adaptive_values` — the return ceiling of fresh-deal meta-episodes: the
+* :func:`bayes_adaptive_value` — the return ceiling of fresh-deal meta-episodes: the
   Bayes-optimal agent, which learns the archetype from earlier hands (Kuhn Poker);
 * reference agents :class:`RandomLegalAgent` and :class:`BestResponseAgent`.
 
@@ -21,7 +21,7 @@ Example:
     (0.2778, 0.1111)
 """
 
-from .adaptive import bayes_adaptive_values
+from .adaptive import bayes_adaptive_value
 from .agents import BestResponseAgent, RandomLegalAgent
 from .result import OracleValue, Seat
 from .values import (
@@ -39,7 +39,7 @@ __all__ = [
     "OracleValue",
     "RandomLegalAgent",
     "Seat",
-    "bayes_adaptive_values",
+    "bayes_adaptive_value",
     "best_nonadaptive_value",
     "best_response_policy",
     "best_response_value",

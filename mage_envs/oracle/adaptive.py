@@ -5,20 +5,18 @@ apart from what earlier hands showed: its own cards, the betting, and the oppone
 when a hand reaches showdown. The best any agent can do is Bayes-optimal: hold the
 population as a prior, update it on each hand's record, and in the final hand play the
 best response to the posterior mixture; since the final-episode (or differential) reward
-pays only the last hand, earlier hands are pure probes, played to make that posterior as
-useful as possible.
+pays only the last hand, earlier hands are free probes.
 
-:func:`bayes_adaptive_values` solves this exactly by dynamic programming over the posterior
-(the agent's plan for a hand is one pure strategy of that hand, chosen knowing its seat and
-card). It lies between :func:`~mage_envs.oracle.best_nonadaptive_value` (one hand, nothing
-learnt) and the per-archetype :func:`~mage_envs.oracle.best_response_value` (the archetype
-known). Tractable for Kuhn Poker.
+:func:`bayes_adaptive_value` solves this exactly by dynamic programming over the posterior
+(the agent's plan for a hand is one pure strategy of that hand, chosen knowing its seat,
+its card and the posterior). It lies between :func:`~mage_envs.oracle.best_nonadaptive_value`
+(one hand, nothing learnt) and the population's mean
+:func:`~mage_envs.oracle.best_response_value` (the archetype known). Tractable for Kuhn Poker.
 
-Example (the three training styles, three hands: in the mean 0.240, 86% of the 0.278 that
-knowing the style would give; ``intermediate`` is the hard one to tell apart):
-    >>> values = bayes_adaptive_values("kuhn_poker", ["conservative", "aggressive", "intermediate"], 3)
-    >>> {name: round(v, 3) for name, v in values.items()}
-    {'conservative': 0.223, 'aggressive': 0.331, 'intermediate': 0.166}
+Example (the three training styles, three hands: 0.240, 86% of the 0.278 that knowing the
+style would give):
+    >>> round(bayes_adaptive_value("kuhn_poker", ["conservative", "aggressive", "intermediate"], 3).value, 4)
+    0.2402
 """
 
 from __future__ import annotations
@@ -35,7 +33,7 @@ from ..games.kuhn_poker import KuhnPokerText
 from ..games.text import GameText
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
-from .result import Seat, seats
+from .result import OracleValue, Seat, seats
 from .winnable import Deal, _deals
 
 #: What the agent reads about a finished hand (the memory's record of it): its information
@@ -54,31 +52,33 @@ class _Outcomes:
     returns: dict[Record, np.ndarray]
 
 
-def bayes_adaptive_values(game: str, population: OpponentSpec, num_episodes: int,
-                          seat: Seat = "random") -> dict[str, float]:
-    """Per archetype, the final episode's expected return of the Bayes-optimal agent that meets
-    an archetype drawn from ``population`` (its prior) for ``num_episodes`` fresh-deal episodes,
-    each on a seat drawn anew for ``"random"``, and is paid for the final episode only.
+def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
+                         seat: Seat = "random") -> OracleValue:
+    """The final episode's expected return of the Bayes-optimal agent that meets an archetype
+    drawn from ``population`` (its prior) for ``num_episodes`` fresh-deal episodes, each on a
+    seat drawn anew for ``"random"``, sees every earlier episode's record, and is paid for the
+    final episode only: the most any agent can reach there, in the population's mean.
 
-    Its mean under the population's weights is the best value any agent can reach there; one
-    episode gives the best non-adaptive value, one archetype its best response value. Where
-    plans tie for the agent the first is played: the split between archetypes may depend on
-    it, their weighted mean does not.
+    One episode gives the best non-adaptive value, one archetype its best response value.
+    Only the mean is a ceiling: Bayes-optimal agents that break ties differently split it
+    differently between the archetypes. Where an env's memory clips earlier records (many
+    episodes), it is an upper bound.
 
     Example:
-        >>> round(bayes_adaptive_values("kuhn_poker", ["aggressive"], 3)["aggressive"], 4)
+        >>> round(bayes_adaptive_value("kuhn_poker", ["aggressive"], 3).value, 4)
         0.3333
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     if game not in TEXTS:
-        raise ValueError(f"bayes_adaptive_values covers {sorted(TEXTS)}, not {game!r}")
+        raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
     members = as_population(game, population)
-    opponents = tuple(members.build(game, name) for name in members.ids)
-    solver = _Solver(game, opponents, seats(seat))
-    weights = np.asarray(members.weights, dtype=float)
-    values = solver.values(num_episodes, tuple(weights / weights.sum()))
-    return {name: float(v) for name, v in zip(members.ids, values)}
+    present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]
+    solver = _Solver(game, tuple(members.build(game, name) for name, _ in present), seats(seat))
+    weights = np.asarray([w for _, w in present], dtype=float)
+    weights /= weights.sum()
+    per_archetype = solver.values(num_episodes, tuple(weights))
+    return OracleValue(float(weights @ per_archetype), method="Bayes-optimal adaptive agent (DP over the posterior)")
 
 
 class _Solver:
@@ -115,7 +115,7 @@ class _Solver:
             posterior = prior * likelihood
             if posterior.sum() <= 0:
                 continue
-            key = tuple(round(float(x), 12) for x in posterior / posterior.sum())
+            key = tuple(float(f"{x:.12g}") for x in posterior / posterior.sum())  # tiny values kept
             out += likelihood * self.values(left - 1, key)
         return out
 

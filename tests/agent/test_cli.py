@@ -20,7 +20,7 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     entry = report["opponents"]["aggressive"]
     assert len(entry["mean_return_by_episode"]) == 3 and entry["best_response_value"] is not None
     assert abs(report["best_nonadaptive_value"] - 1 / 9) < 1e-9
-    assert report["bayes_adaptive_values"] is None   # repeated deals: the deal-known ceiling applies
+    assert report["bayes_adaptive_value"] is None   # repeated deals: the deal-known ceiling applies
     printed = capsys.readouterr().out
     assert "gap to best response" in printed and "adaptation gain" in printed
 
@@ -38,17 +38,20 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
 
 
 def test_a_fresh_deal_evaluation_reports_the_bayes_optimal_agent(tmp_path, capsys):
-    from mage_envs.oracle import bayes_adaptive_values
+    from mage_envs.oracle import bayes_adaptive_value
 
-    out = tmp_path / "run"
-    assert main(["train", "--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2",
-                 "--eval-meta-episodes", "2", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
-                 "--repeat-instance", "false", "--reward-scale", "2", "--heldout", "[]"]) == 0
-    report = json.loads((out / "eval.json").read_text())
-    expected = bayes_adaptive_values("kuhn_poker", ["conservative", "aggressive", "intermediate"], 3)
-    assert report["bayes_adaptive_values"] == {name: 2 * value for name, value in expected.items()}
+    common = ["--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2", "--eval-meta-episodes", "2",
+              "--quiet", "--tensorboard", "false", "--repeat-instance", "false", "--reward-scale", "2",
+              "--heldout", "[]"]
+    assert main(["train", *common, "--output-dir", str(tmp_path / "run")]) == 0
+    report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    expected = bayes_adaptive_value("kuhn_poker", ["conservative", "aggressive", "intermediate"], 3).value
+    assert report["bayes_adaptive_value"] == 2 * expected
     assert report["opponents"]["aggressive"]["instance_optimal_value"] is None
-    assert capsys.readouterr().out.count("gap to the Bayes-optimal agent") == 2 * 3   # untrained and trained
+    assert capsys.readouterr().out.count("Bayes-optimal adaptive agent") == 2   # untrained and trained
+    # without the memory of earlier hands nothing can be learnt: the non-adaptive value is the ceiling
+    assert main(["train", *common, "--memory", "false", "--output-dir", str(tmp_path / "blind")]) == 0
+    assert json.loads((tmp_path / "blind" / "eval.json").read_text())["bayes_adaptive_value"] is None
 
 
 def test_train_rejects_bad_settings(capsys):

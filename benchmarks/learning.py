@@ -38,7 +38,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 Every run is evaluated, stratified over the 12 (deal, seat) instances of Kuhn Poker, on the
 three training styles and the held-out ones; each return is compared with the deal-known
 ceiling on the very instances evaluated (``instance_optimal_value``). Evaluated runs are
-kept in ``--output-dir`` and never re-trained; a run killed midway continues from its last
+kept in ``--output-dir`` and never re-trained (a warning names any trained with settings
+other than its variant's); a run killed midway continues from its last
 checkpoint (every 100 iterations) if its settings are the variant's, and starts over if
 not, so a killed benchmark resumes where it stopped.
 Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
@@ -53,6 +54,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -118,27 +120,36 @@ def run_dir(out: str, variant: str, seed: int) -> Path:
     return Path(out) / f"{variant}-s{seed}"
 
 
+def run_config(job: tuple[str, int, int, str, dict]) -> TrainConfig:
+    """The training config of one (variant, seed) job."""
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    variant, seed, iterations, out, overrides = job
+    return apply_overrides(TrainConfig(), {
+        "iterations": iterations, "seed": seed, "output_dir": str(run_dir(out, variant, seed)), "eval_meta_episodes": 0,
+        "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides})
+
+
 def run_one(job: tuple[str, int, int, str, dict]) -> dict:
     """Train one (variant, seed) unless it already finished, then evaluate it once."""
-    variant, seed, iterations, out, overrides = job
-    from mage_agent.config import TrainConfig, apply_overrides
     from mage_agent.trainer import Trainer
 
-    folder = run_dir(out, variant, seed)
-    if not (folder / "eval.json").exists():
-        overrides = {"iterations": iterations, "seed": seed, "output_dir": str(folder), "eval_meta_episodes": 0,
-                     "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides}
-        config = apply_overrides(TrainConfig(), overrides)
-        checkpointed = _checkpointed(folder, config)
+    variant, seed, _, out, _ = job
+    folder, config = run_dir(out, variant, seed), run_config(job)
+    if (folder / "eval.json").exists():
+        warn_if_other_settings(folder, config)
+    else:
+        stored = _stored(folder, config)
+        checkpointed = stored[0] if stored and not stored[1] else None
         if checkpointed != config.run.iterations:
             Trainer(config, resume=checkpointed is not None, progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
 
 
-def _checkpointed(folder: Path, config: TrainConfig) -> int | None:
-    """The iteration of the newest checkpoint that a run of this config (up to the settings that
-    do not change results) left in ``folder``; ``None``: no checkpoint, or one of other settings."""
+def _stored(folder: Path, config: TrainConfig) -> tuple[int, list[str]] | None:
+    """The iteration of the newest checkpoint in ``folder`` and the settings (that change
+    results) it holds otherwise than ``config``; ``None`` without a checkpoint."""
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.trainer import changed_settings
 
@@ -146,7 +157,18 @@ def _checkpointed(folder: Path, config: TrainConfig) -> int | None:
     if checkpoint is None:
         return None
     state = json.loads((checkpoint / "state.json").read_text())
-    return None if changed_settings(state["config"], config) else int(state["iteration"])
+    changes = changed_settings(state["config"], config)
+    return int(state["iteration"]), changes.split(", ") if changes else []
+
+
+def warn_if_other_settings(folder: Path, config: TrainConfig) -> None:
+    """Say on stderr when an evaluated run that is kept was trained with settings other than
+    its variant's (settings its code predates, ``unset``, are not counted)."""
+    stored = _stored(folder, config)
+    changes = [change for change in (stored[1] if stored else []) if " unset -> " not in change]
+    if changes:
+        print(f"{folder.name}: kept, but trained with other settings ({', '.join(changes)}); "
+              "remove the folder to retrain it", file=sys.stderr)
 
 
 def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
@@ -357,8 +379,11 @@ def main() -> None:
     iterations = args.iterations or TrainConfig().run.iterations
     jobs = [(v, s, iterations, args.output_dir, VARIANTS[v]) for s in args.seeds for v in args.variants]
     if args.summarise_only:
+        done = [job for job in jobs if (run_dir(job[3], job[0], job[1]) / "eval.json").exists()]
+        for job in done:
+            warn_if_other_settings(run_dir(job[3], job[0], job[1]), run_config(job))
         results = [{"variant": v, "seed": s, "report": json.loads((run_dir(o, v, s) / "eval.json").read_text())}
-                   for v, s, _, o, _ in jobs if (run_dir(o, v, s) / "eval.json").exists()]
+                   for v, s, _, o, _ in done]
     else:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             results = pool.map(run_one, jobs, chunksize=1)

@@ -170,7 +170,7 @@ def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):
         assert style["ceiling"] > 0 and style["share"] == pytest.approx(style["final"] / style["ceiling"])
 
 
-def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch):
+def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(SCRIPT.parent))
     import learning
 
@@ -192,8 +192,12 @@ def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monk
     keys = [key for key in resumed[0] if key.startswith(("return_", "final_return/", "policy_loss", "entropy/"))]
     assert keys and all(resumed[i][key] == json.loads(whole[i])[key] for i in range(4) for key in keys)
     # the same run asked for more iterations has other settings (its schedules): it starts over
-    from mage_agent.config import TrainConfig, apply_overrides
-
-    same = {"seed": 0, "output_dir": str(folder), "eval_meta_episodes": 0, "tensorboard": False}
-    assert learning._checkpointed(folder, apply_overrides(TrainConfig(), {**same, "iterations": 4})) == 4
-    assert learning._checkpointed(folder, apply_overrides(TrainConfig(), {**same, "iterations": 6})) is None
+    assert learning._stored(folder, learning.run_config(job)) == (4, [])
+    longer = learning.run_config(("mage", 0, 6, str(tmp_path / "runs"), {}))
+    assert learning._stored(folder, longer) == (4, ["iterations 4 -> 6"])
+    # an evaluated run is kept, and one of other settings says so
+    capsys.readouterr()
+    learning.warn_if_other_settings(folder, longer)
+    assert "mage-s0: kept, but trained with other settings (iterations 4 -> 6)" in capsys.readouterr().err
+    learning.warn_if_other_settings(folder, learning.run_config(job))
+    assert capsys.readouterr().err == ""

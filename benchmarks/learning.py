@@ -147,27 +147,26 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
 
 
-def _stored(folder: Path, config: TrainConfig) -> tuple[int, list[str]] | None:
+def _stored(folder: Path, config: TrainConfig, unset: bool = True) -> tuple[int, list[str]] | None:
     """The iteration of the newest checkpoint in ``folder`` and the settings (that change
-    results) it holds otherwise than ``config``; ``None`` without a checkpoint."""
+    results) it holds otherwise than ``config`` (``unset=False``: not those its code predates);
+    ``None`` without a checkpoint."""
     from mage_agent.checkpoint import latest_checkpoint
-    from mage_agent.trainer import changed_settings
+    from mage_agent.trainer import setting_changes
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
     if checkpoint is None:
         return None
     state = json.loads((checkpoint / "state.json").read_text())
-    changes = changed_settings(state["config"], config)
-    return int(state["iteration"]), changes.split(", ") if changes else []
+    return int(state["iteration"]), setting_changes(state["config"], config, unset)
 
 
 def warn_if_other_settings(folder: Path, config: TrainConfig) -> None:
     """Say on stderr when an evaluated run that is kept was trained with settings other than
-    its variant's (settings its code predates, ``unset``, are not counted)."""
-    stored = _stored(folder, config)
-    changes = [change for change in (stored[1] if stored else []) if " unset -> " not in change]
-    if changes:
-        print(f"{folder.name}: kept, but trained with other settings ({', '.join(changes)}); "
+    its variant's (settings its code predates are not counted)."""
+    stored = _stored(folder, config, unset=False)
+    if stored and stored[1]:
+        print(f"{folder.name}: kept, but trained with other settings ({', '.join(stored[1])}); "
               "remove the folder to retrain it", file=sys.stderr)
 
 

@@ -100,7 +100,8 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
              "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
              "beside the best response's value (±1 a game).", ""]
     for seed, reports in by_seed.items():
-        lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "", "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
+        lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "",
+                  "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
                   "trained final return | best response |", "|---|---|---|---|---|---|"]
         for pool in ("pool", "strong"):
             for name, trained in reports[f"trained/{pool}"]["opponents"].items():

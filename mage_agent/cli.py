@@ -116,7 +116,7 @@ def evaluate_policy(
     baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
     :func:`~mage_envs.evaluation.evaluate` appends to and resumes from."""
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
-    from mage_envs.oracle.adaptive import TEXTS
+    from mage_envs.oracle.adaptive import supports
 
     if agent is None:
         agent = PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
@@ -140,7 +140,8 @@ def evaluate_policy(
     data["best_nonadaptive_value"] = nonadaptive
     adaptive = None
     sees_earlier_hands = config.env.memory or config.env.reflection
-    if nonadaptive is not None and not config.env.repeat_instance and sees_earlier_hands and game_string in TEXTS:
+    if (game_string and supports(game_string) and nonadaptive is not None and not config.env.repeat_instance
+            and sees_earlier_hands):
         adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
         adaptive *= config.env.reward_scale
     data["bayes_adaptive_value"] = adaptive

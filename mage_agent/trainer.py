@@ -78,13 +78,27 @@ def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
         >>> changed_settings(stored, TrainConfig())
         'iterations 400 -> 600'
     """
+    return ", ".join(setting_changes(stored, config))
+
+
+def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = True) -> list[str]:
+    """:func:`changed_settings` one entry per setting; ``unset=False`` leaves out the settings
+    the stored config is silent on (those its code predates).
+
+    Example:
+        >>> stored = TrainConfig().to_dict()
+        >>> stored["run"]["iterations"] = 400
+        >>> del stored["algo"]["std_of"]
+        >>> setting_changes(stored, TrainConfig()), setting_changes(stored, TrainConfig(), unset=False)
+        (["std_of unset -> 'advantages'", 'iterations 400 -> 600'], ['iterations 400 -> 600'])
+    """
     changes = []
     for section, fields in config.to_dict().items():
         for name, value in fields.items():
             old = stored.get(section, {}).get(name, _UNSET)
-            if name not in NOT_RESULTS and old != value:
+            if name not in NOT_RESULTS and old != value and (unset or old is not _UNSET):
                 changes.append(f"{name} {'unset' if old is _UNSET else repr(old)} -> {value!r}")
-    return ", ".join(changes)
+    return changes
 
 
 _UNSET = object()

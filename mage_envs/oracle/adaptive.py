@@ -46,10 +46,20 @@ TEXTS: dict[str, type[GameText]] = {"kuhn_poker": KuhnPokerText}
 @dataclass(frozen=True)
 class _Outcomes:
     """One plan for one (seat, private card): per record, its probability under each archetype
-    and the archetype-weighted sum of returns that lead to it."""
+    and, per archetype, the probability-weighted sum of the returns that end in it."""
 
     likelihood: dict[Record, np.ndarray]
     returns: dict[Record, np.ndarray]
+
+
+def supports(game: str) -> bool:
+    """Whether :func:`bayes_adaptive_value` solves ``game``.
+
+    Example:
+        >>> supports("kuhn_poker"), supports("leduc_poker")
+        (True, False)
+    """
+    return game in TEXTS
 
 
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
@@ -70,7 +80,7 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
-    if game not in TEXTS:
+    if not supports(game):
         raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
     members = as_population(game, population)
     present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]

@@ -63,6 +63,18 @@ def test_resuming_with_other_settings_says_which(tmp_path):
         Trainer(run_config(tmp_path, "run", iterations=6, entropy_coef=0.05, threads=2), resume=True, progress=False)
 
 
+def test_setting_changes_keep_one_entry_per_setting_whatever_its_value():
+    from mage_agent.trainer import setting_changes
+
+    stored = TrainConfig().to_dict()
+    stored["env"]["population"] = {"conservative": 1.0, "aggressive": 1.0}   # a value with ", " in it
+    del stored["algo"]["std_of"]   # a setting the stored run's code predated
+    changes = setting_changes(stored, TrainConfig())
+    assert changes == ["population {'conservative': 1.0, 'aggressive': 1.0} -> "
+                       "{'conservative': 1.0, 'aggressive': 1.0, 'intermediate': 1.0}", "std_of unset -> 'advantages'"]
+    assert setting_changes(stored, TrainConfig(), unset=False) == changes[:1]
+
+
 def test_lora_run_trains_only_the_adapter_and_resumes(tmp_path):
     config = run_config(tmp_path, "lora", lora=True, lora_rank=4, lora_alpha=8, kl_coef=0.05, iterations=2,
                         checkpoint_every=1)

@@ -1,16 +1,22 @@
 """Capacity check: can the embedded tiny model, given the default prompts and memory,
-represent the deal-known play that the learning targets measure against?
+represent the play that the learning targets measure against?
 
 The same model as `mage train` (same tokenizer, compact prompts, episode summaries as
 memory, one action token) is trained by supervised learning, not RL, on an oracle's
-actions: in the early hands it probes (check / call, so every hand reaches a showdown and
-the memory shows the opponent's card), in the final hand it plays
-:func:`~mage_envs.oracle.winnable.deal_known_action`. It is then evaluated like a trained
-run (stratified, 300 meta-episodes per style, sampling at temperature 1). If its final hand
-reaches the deal-known ceiling, the model and prompt are not the limit and RL is; if not,
-they are.
+actions, then evaluated like a trained run (300 meta-episodes per style, the first hand's
+(deal, seat) stratified, sampling at temperature 1). If its final hand reaches the
+oracle's, the model and prompt are not the limit and RL is; if not, they are.
+
+* repeated deals (the default): in the early hands the oracle probes (``--probe``: check /
+  call, so every hand reaches a showdown and the memory shows the opponent's card, or bet),
+  in the final hand it plays :func:`~mage_envs.oracle.winnable.deal_known_action`;
+* fresh deals (``--fresh-deals``): the oracle is
+  :class:`~mage_envs.oracle.BayesAdaptiveAgent`, the Bayes-optimal agent whose final hand
+  is worth :func:`~mage_envs.oracle.bayes_adaptive_value`; the share is of the best
+  response on the final hands' own deals, as in the learning benchmark.
 
     python benchmarks/capacity.py --steps 400
+    python benchmarks/capacity.py --fresh-deals --meta-episodes 600 --steps 1500
 """
 
 from __future__ import annotations
@@ -33,32 +39,47 @@ PROBES = {"passive": [("call", "check")], "bet": [("bet", "call")], "bet-then-pa
 ROOT = Path(__file__).resolve().parent.parent
 
 
+class ProbeThenDealKnown:
+    """The repeated-deal oracle: ``probe``'s early hands, then the deal-known action."""
+
+    def __init__(self, env: gym.Env, style: str, probe: str) -> None:
+        self.env, self.style, self.probe = env, style, probe
+
+    def __call__(self, observation: str, info: dict) -> str:
+        from mage_envs.oracle.winnable import deal_known_action
+
+        legal, hand = info["legal_actions"], info["episode_index"]
+        if hand < info["num_episodes"] - 1:
+            preference = PROBES[self.probe][min(hand, len(PROBES[self.probe]) - 1)]
+            return next(a for a in preference if a in legal)
+        state = self.env.unwrapped.state
+        best = deal_known_action("kuhn_poker", self.style, state, info["instance"], info["seat"])
+        return {i: name for name, i in self.env.unwrapped.action_names(state).items()}[best]
+
+
 def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, list[str], str]]:
     """(prompt, legal actions, oracle action) of every acting turn of ``meta_episodes``
-    meta-episodes per training style, on stratified instances."""
+    meta-episodes per training style, the first hand's (deal, seat) stratified; the oracle
+    is the Bayes-optimal agent with fresh deals (``config.env.repeat_instance`` false)."""
     from mage_agent.build import env_kwargs
-    from mage_envs.oracle.winnable import deal_known_action, stratified_instances
+    from mage_envs.oracle import BayesAdaptiveAgent
+    from mage_envs.oracle.winnable import stratified_instances
 
     kwargs = env_kwargs(config)
     rows = []
     instances = stratified_instances("kuhn_poker", meta_episodes, seed)
     for style in TRAINING:
         env = gym.make(config.env.env_id, **{**kwargs, "opponent": style})
+        oracle = (ProbeThenDealKnown(env, style, probe) if config.env.repeat_instance
+                  else BayesAdaptiveAgent(env, population=TRAINING))
         for j, instance in enumerate(instances):
             obs, info = env.reset(seed=seed + j, options={"instance": instance})
             done = False
             while not done:
-                legal = info["legal_actions"]
-                hand = info["episode_index"]
-                if hand < info["num_episodes"] - 1:
-                    preference = PROBES[probe][min(hand, len(PROBES[probe]) - 1)]
-                    action = next(a for a in preference if a in legal)
-                else:
-                    state = env.unwrapped.state
-                    best = deal_known_action("kuhn_poker", style, state, info["instance"], info["seat"])
-                    action = {i: name for name, i in env.unwrapped.action_names(state).items()}[best]
-                rows.append((obs, legal, action))
-                obs, _, terminated, truncated, info = env.step(action)
+                answer = oracle(obs, info)
+                action = answer.removeprefix("<action>").removesuffix("</action>")
+                rows.append((obs, info["legal_actions"], action))
+                obs, _, terminated, truncated, info = env.step(answer)
                 done = terminated or truncated
         env.close()
     return rows
@@ -90,8 +111,13 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--probe", choices=list(PROBES), default="bet-then-passive")
-    parser.add_argument("--output", default=None, help="default: benchmarks/results/capacity-<probe>.json")
+    parser.add_argument("--probe", choices=list(PROBES), default="bet-then-passive",
+                        help="repeated deals: the early hands' play")
+    parser.add_argument("--fresh-deals", action="store_true",
+                        help="a new deal every hand, the Bayes-optimal agent as the oracle")
+    parser.add_argument("--meta-episodes", type=int, default=120, help="oracle meta-episodes per style")
+    parser.add_argument("--output", default=None,
+                        help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
 
     from mage_agent.build import build_policy
@@ -101,9 +127,10 @@ def main() -> None:
     torch.manual_seed(args.seed)
     torch.set_num_threads(1)
     out = Path(tempfile.mkdtemp())
-    config = apply_overrides(TrainConfig(), {"seed": args.seed, "output_dir": str(out), "heldout": []})
+    config = apply_overrides(TrainConfig(), {"seed": args.seed, "output_dir": str(out), "heldout": [],
+                                             "repeat_instance": not args.fresh_deals})
     policy = build_policy(config, out)
-    rows = oracle_turns(config, 120, seed=args.seed, probe=args.probe)
+    rows = oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe)
     labels: dict[str, set[str]] = {}
     for prompt, _, action in rows:
         labels.setdefault(prompt, set()).add(action)
@@ -114,14 +141,20 @@ def main() -> None:
               "final_loss": float(np.mean(losses[-20:])), "styles": {}}
     for style in TRAINING:
         r = report["opponents"][style]
-        result["styles"][style] = {"first": r["mean_return_by_episode"][0], "final": r["mean_return_by_episode"][-1],
-                                   "ceiling": r["instance_optimal_value"],
-                                   "share": r["mean_return_by_episode"][-1] / r["instance_optimal_value"]}
-        print(f"{style:<13} hand 1 {result['styles'][style]['first']:+.3f}  final {result['styles'][style]['final']:+.3f}"
-              f"  ceiling {r['instance_optimal_value']:+.3f}  share {result['styles'][style]['share']:.2f}")
-    print(f"{len(rows)} oracle turns, {len(labels)} prompts ({ambiguous} with two oracle actions: the probe "
-          f"leaves the style unknown), final loss {result['final_loss']:.4f}")
-    path = ROOT / (args.output or f"benchmarks/results/capacity-{args.probe}.json")
+        returns = r["mean_return_by_episode"]
+        ceiling = r["instance_optimal_value"] if not args.fresh_deals else r["best_response_by_episode"][-1]
+        result["styles"][style] = {"first": returns[0], "final": returns[-1], "ceiling": ceiling,
+                                   "share": returns[-1] / ceiling}
+        print(f"{style:<13} hand 1 {returns[0]:+.3f}  final {returns[-1]:+.3f}  ceiling {ceiling:+.3f}  "
+              f"share {returns[-1] / ceiling:.2f}")
+    styles = result["styles"].values()
+    result["share_of_mean_ceiling"] = sum(s["final"] for s in styles) / sum(s["ceiling"] for s in styles)
+    if args.fresh_deals:
+        result["bayes_adaptive_value"] = report["bayes_adaptive_value"]
+    print(f"{len(rows)} oracle turns, {len(labels)} prompts ({ambiguous} with two oracle actions), final loss "
+          f"{result['final_loss']:.4f}; final hand {result['share_of_mean_ceiling']:.0%} of the styles' mean ceiling")
+    name = "fresh-deals" if args.fresh_deals else args.probe
+    path = ROOT / (args.output or f"benchmarks/results/capacity-{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))
 

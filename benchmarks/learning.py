@@ -19,7 +19,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``fresh-deals``     — a new deal every hand (``repeat_instance: false``): the style must be
   read from the betting across deals; ``fresh-deals-cumulative`` rewards every hand there,
   ``fresh-deals-final`` the final hand only (no credit for winning a probing hand),
-  ``fresh-deals-900`` trains 900 iterations (each paired with ``fresh-deals``);
+  ``fresh-deals-900`` trains 900 iterations, ``fresh-deals-gigpo`` adds GiGPO's step-level
+  term (turns with the same prompt share a baseline; each paired with ``fresh-deals``);
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
   default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
@@ -43,7 +44,8 @@ other than its variant's); a run killed midway continues from its last
 checkpoint (every 100 iterations) if its settings are the variant's, and starts over if
 not, so a killed benchmark resumes where it stopped.
 Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
-``docs/learning.png``.
+``docs/learning.png``; runs are not committed, so a variant with no evaluated run in
+``--output-dir`` keeps its row from the results file (named on stderr) and is paired as before.
 
     python benchmarks/learning.py --seeds 0 1 2 3 4 5 6 7 8 9 --variants mage cumulative --jobs 2
     python benchmarks/learning.py --summarise-only --seeds 0 1 2 3 4 5 6 7 8 9
@@ -83,6 +85,7 @@ VARIANTS: dict[str, dict] = {
     "fresh-deals-cumulative": {"repeat_instance": False, "reward_mode": "cumulative"},
     "fresh-deals-900": {"repeat_instance": False, "iterations": 900},
     "fresh-deals-final": {"repeat_instance": False, "reward_mode": "final"},
+    "fresh-deals-gigpo": {"repeat_instance": False, "estimator": "gigpo"},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
@@ -91,7 +94,7 @@ VARIANTS: dict[str, dict] = {
 }
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
-PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final")})
+PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final", "gigpo")})
 #: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
 #: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as
@@ -144,7 +147,22 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
         if checkpointed != config.run.iterations:
             Trainer(config, resume=checkpointed is not None, progress=False, overwrite=True).train()
         evaluate_run(folder)
+    add_bayes_on_sample(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
+
+
+def add_bayes_on_sample(folder: Path) -> None:
+    """Add the Bayes-optimal agent's returns on the evaluated meta-episodes to a fresh-deal
+    run's ``eval.json`` written before evaluations held them (``bayes_by_episode``)."""
+    from mage_agent.cli import bayes_on_sample
+
+    path = folder / "eval.json"
+    report = json.loads(path.read_text())
+    if report.get("bayes_adaptive_value") is None or "bayes_by_episode" in report:
+        return
+    _, eval_config, _ = evaluation_config(folder)
+    report["bayes_by_episode"] = bayes_on_sample(eval_config, report["training_population"], list(report["opponents"]))
+    path.write_text(json.dumps(report, indent=2, default=str))
 
 
 def _stored(folder: Path, config: TrainConfig, unset: bool = True) -> tuple[int, list[str]] | None:
@@ -170,12 +188,11 @@ def warn_if_other_settings(folder: Path, config: TrainConfig) -> None:
               "remove the folder to retrain it", file=sys.stderr)
 
 
-def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
-    """Evaluate a run's last checkpoint on every training and held-out style (whatever the
-    variant trained against), stratified over instances; writes ``folder/eval.json``."""
-    from mage_agent.build import build_policy
+def evaluation_config(folder: Path, meta_episodes: int = 300) -> tuple[TrainConfig, TrainConfig, Path]:
+    """A run's training config (from its last checkpoint), the config it is evaluated with
+    (every training style and the held-out ones, whatever the variant trained against) and
+    the checkpoint."""
     from mage_agent.checkpoint import latest_checkpoint
-    from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
@@ -184,6 +201,16 @@ def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
     config = TrainConfig.from_dict(json.loads((checkpoint / "state.json").read_text())["config"])
     eval_config = apply_overrides(config, {"single_opponent": "", "population": {k: 1.0 for k in TRAINING},
                                            "heldout": HELDOUT, "eval_meta_episodes": meta_episodes})
+    return config, eval_config, checkpoint
+
+
+def evaluate_run(folder: Path, meta_episodes: int = 300) -> dict:
+    """Evaluate a run's last checkpoint on every training and held-out style (whatever the
+    variant trained against), stratified over instances; writes ``folder/eval.json``."""
+    from mage_agent.build import build_policy
+    from mage_agent.cli import evaluate_policy
+
+    config, eval_config, checkpoint = evaluation_config(folder, meta_episodes)
     policy = build_policy(config, folder, checkpoint)
     return evaluate_policy(policy, eval_config, folder / "eval.json", folder.name.rpartition("-s")[0],
                            progress=False, verbose=False)
@@ -202,6 +229,9 @@ def per_style(report: dict, styles: list[str]) -> dict[str, dict[str, float]]:
             on_sample = result.get("best_response_by_episode")
             ceiling = on_sample[-1] if on_sample else result["best_response_value"]
         out[style] = {"first": returns[0], "final": returns[-1], "ceiling": ceiling, "share": returns[-1] / ceiling}
+        bayes = (report.get("bayes_by_episode") or {}).get(style)
+        if bayes is not None:   # fresh deals: the Bayes-optimal agent's final hand on the same meta-episodes
+            out[style]["bayes"] = bayes[-1]
     return out
 
 
@@ -221,13 +251,19 @@ def mean_ci(values: list[float]) -> tuple[float, float]:
     return float(xs.mean()), round(float(half), 3)
 
 
-def summarise(results: list[dict]) -> dict[str, dict]:
-    """Per variant: per-seed, per-style results; their means with 95% CIs; the targets."""
+def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dict[str, dict]:
+    """Per variant: per-seed, per-style results; their means with 95% CIs; the targets.
+
+    A variant without results keeps its row from ``stored`` (an earlier table: runs are
+    not committed, so a fresh checkout tabulates what it reruns beside what it keeps), and
+    every variant is then paired with its reference, stored or not."""
     table: dict[str, dict] = {}
     by_key = {(r["variant"], r["seed"]): r["report"] for r in results}
     for variant in VARIANTS:
         seeds = sorted(seed for v, seed in by_key if v == variant)
         if not seeds:
+            if stored and variant in stored:
+                table[variant] = {key: value for key, value in stored[variant].items() if key != "paired"}
             continue
         train = {seed: per_style(by_key[variant, seed], TRAINING) for seed in seeds}
         held = {seed: per_style(by_key[variant, seed], HELDOUT) for seed in seeds}
@@ -250,6 +286,9 @@ def summarise(results: list[dict]) -> dict[str, dict]:
             "every_style_80": all(train[s][a]["share"] >= 0.8 for s in seeds for a in TRAINING),
             "seeds_all_90": sum(all(train[s][a]["share"] >= 0.9 for a in TRAINING) for s in seeds),
         }
+        if all("bayes" in train[s][a] for s in seeds for a in TRAINING):
+            bayes = [np.mean([train[s][a]["bayes"] for a in TRAINING]) for s in seeds]
+            row["share_of_bayes"] = mean_ci([f / b for f, b in zip(final, bayes)])
         table[variant] = row
     for variant, row in table.items():
         reference = PAIRED_WITH.get(variant, "mage")
@@ -274,6 +313,16 @@ def _pm(value: tuple[float, float]) -> str:
     if np.isnan(value[1]):
         return f"{value[0]:+.3f} (one seed)"
     return f"{value[0]:+.3f} ± {value[1]:.3f}"
+
+
+def _share(value: tuple[float, float]) -> str:
+    """A share as ``mean% ± half-width%``; a single seed has no interval.
+
+    Example:
+        >>> _share((0.756, 0.081)), _share((0.5, float("nan")))
+        ('76% ± 8%', '50% (one seed)')
+    """
+    return f"{value[0]:.0%} (one seed)" if np.isnan(value[1]) else f"{value[0]:.0%} ± {value[1]:.0%}"
 
 
 def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float, path: Path) -> None:
@@ -303,15 +352,17 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
                      f"{_pm(row['gain_within'])} | {paired} | "
                      + " ".join(f"{x:+.3f}" for x in row["final_by_seed"]) + " |")
     lines += ["", "Final hand per style (mean ± 95% CI) and its share of the on-sample ceiling, seed by seed;",
-              "the final hand over the styles' mean ceiling (mean ± 95% CI over seeds):", "",
-              "| variant | " + " | ".join(TRAINING) + " | share of the mean ceiling | seeds with every style ≥ 90% |",
-              "|---|---|---|---|---|---|"]
+              "the final hand over the styles' mean ceiling (mean ± 95% CI over seeds); with fresh deals, also",
+              "over the Bayes-optimal agent's final hand on the very meta-episodes evaluated (the most that",
+              "can be reached there; runs evaluated before it was recorded show —):", "",
+              "| variant | " + " | ".join(TRAINING) + " | share of the mean ceiling | share of the Bayes-optimal "
+              "agent's | seeds with every style ≥ 90% |",
+              "|---|---|---|---|---|---|---|"]
     for variant, row in table.items():
         cells = [f"{_pm(row['style_final'][a])} ({' '.join(f'{x:.2f}' for x in row['style_share_by_seed'][a])})"
                  for a in TRAINING]
-        mean, half = row["share_of_mean_ceiling"]
-        share = f"{mean:.0%} (one seed)" if np.isnan(half) else f"{mean:.0%} ± {half:.0%}"
-        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {share} | "
+        bayes = _share(row["share_of_bayes"]) if "share_of_bayes" in row else "—"
+        lines.append(f"| {variant} | " + " | ".join(cells) + f" | {_share(row['share_of_mean_ceiling'])} | {bayes} | "
                      f"{row['seeds_all_90']} of {len(row['seeds'])} |")
     lines += ["", "## Held-out styles (never trained against)", "",
               "| variant | " + " | ".join(f"{a}: hand 1 → final (share)" for a in HELDOUT) + " |",
@@ -370,6 +421,7 @@ def main() -> None:
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "learning.json",
                         help="where the table goes (JSON)")
     args = parser.parse_args()
+    stored = json.loads(args.results.read_text())["table"] if args.results.exists() else {}
     for name, overrides in args.extra_variant:
         VARIANTS[name] = json.loads(overrides)
         args.variants.append(name)
@@ -390,7 +442,11 @@ def main() -> None:
 
     nonadaptive = best_nonadaptive_value("kuhn_poker", TRAINING).value
     adaptive = bayes_adaptive_value("kuhn_poker", TRAINING, TrainConfig().env.num_episodes).value
-    table = summarise(results)
+    table = summarise(results, stored)
+    kept = [variant for variant in table if variant not in {r["variant"] for r in results}]
+    if kept:
+        print(f"kept from {args.results} (no evaluated runs in {args.output_dir}): {', '.join(kept)}",
+              file=sys.stderr)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({"args": vars(args), "table": table}, indent=1, default=str))
     if args.docs:

@@ -144,6 +144,7 @@ def evaluate_policy(
             and sees_earlier_hands):
         adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
         adaptive *= config.env.reward_scale
+        data["bayes_by_episode"] = bayes_on_sample(config, population, list(data["opponents"]))
     data["bayes_adaptive_value"] = adaptive
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))
@@ -156,7 +157,10 @@ def evaluate_policy(
         return data
     print(f"best non-adaptive value against the training population: {nonadaptive:+.3f}")
     if adaptive is not None:
-        print(f"Bayes-optimal adaptive agent's final episode against the training population: {adaptive:+.3f}")
+        finals = [returns[-1] for returns in data["bayes_by_episode"].values()]
+        on_sample = sum(finals) / len(finals)
+        print(f"Bayes-optimal adaptive agent's final episode against the training population: {adaptive:+.3f} "
+              f"(on these meta-episodes: {on_sample:+.3f})")
     for opponent, result in data["opponents"].items():
         first, final = result["mean_return_by_episode"][0], result["mean_return_by_episode"][-1]
         line = (f"  {opponent:<16} return ep1 {first:+.3f} -> ep{len(result['mean_return_by_episode'])} {final:+.3f}"
@@ -166,6 +170,21 @@ def evaluate_policy(
         print(line + f"  adaptation gain over non-adaptive {final - nonadaptive:+.3f}")
     print(f"saved {path} and {path.with_suffix('.png')}")
     return data
+
+
+def bayes_on_sample(config: TrainConfig, population: dict[str, float], opponents: list[str]) -> dict[str, list[float]]:
+    """Per opponent of the population, the Bayes-optimal agent's mean return by episode index
+    on the meta-episodes just evaluated: the same seeds and first instances, so the same
+    deals (a fresh deal follows the seed, not the play) and, against a deterministic
+    archetype, the same sample exactly."""
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    kwargs = {k: v for k, v in env_kwargs(config).items() if k != "opponent"}
+    styles = [name for name in opponents if name in population]
+    report = evaluate(None, config.env.env_id, opponents=styles, meta_episodes=config.run.eval_meta_episodes,
+                      seed=config.run.eval_seed, env_kwargs=kwargs, oracle=False, progress=False, agent_name="bayes",
+                      make_agent=lambda env: BayesAdaptiveAgent(env, population=population))
+    return {name: result.mean_return_by_episode for name, result in report.opponents.items()}
 
 
 @contextlib.contextmanager

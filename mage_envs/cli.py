@@ -5,6 +5,7 @@ Examples::
     mage envs
     mage opponents kuhn_poker
     mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+    mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-kwarg repeat_instance=false
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
     mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
@@ -26,13 +27,14 @@ from .agents.openai_chat import APIError, OpenAIChatAgent
 from .agents.prompting import INSTRUCTIONS
 from .evaluation import evaluate
 from .opponents.registry import archetype, list_opponents
+from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id
 from .transcripts import start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
 #: ``mage eval --agent`` choices: reference agents, local models (mage_agent, torch), API models.
-AGENTS = ("random", "best-response", "policy", "react", "reflexion", "openai")
+AGENTS = ("random", "best-response", "bayes", "policy", "react", "reflexion", "openai")
 MODEL_AGENTS = ("policy", "react", "reflexion")
 DEFAULT_ENV = "mage/KuhnPoker-meta-v0"
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
@@ -74,12 +76,15 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
     return 0
 
 
-def _agent_arguments(name: str, args: argparse.Namespace) -> dict[str, Any]:
+def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[str] | None) -> dict[str, Any]:
     """``evaluate`` keyword arguments for a reference agent or the API agent."""
     if name == "random":
         return {"agent": RandomLegalAgent(seed=_given(args.seed, 0))}
     if name == "best-response":
         return {"agent": None, "make_agent": BestResponseAgent}
+    if name == "bayes":  # its prior: the opponents evaluated, equally likely
+        prior = opponents or "all"
+        return {"agent": None, "make_agent": lambda env: BayesAdaptiveAgent(env, population=prior)}
     return {"agent": OpenAIChatAgent(
         args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature,
         max_tokens=_given(args.max_tokens, 256), stop=args.stop, timeout=args.timeout, retries=args.retries,
@@ -120,7 +125,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         kwargs = dict(env_kwargs)
         if agent_name == "openai" and args.prompting == "reflexion":
             kwargs.setdefault("reflection", True)  # Reflexion consults the reflections of earlier episodes
-        arguments = _agent_arguments(agent_name, args)
+        arguments = _agent_arguments(agent_name, args, opponents)
         name = getattr(arguments["agent"], "name", agent_name)
         output = Path(args.output_dir or "runs/eval")
         transcript = start_transcript(output / f"transcript_{name}.jsonl", args.resume, args.overwrite)
@@ -201,7 +206,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "an interrupted evaluation without replaying them.")
     ev.add_argument("--agent", action="append", choices=AGENTS,
                     help="agent(s) to evaluate; repeat the flag for several (default: policy with --model, openai "
-                    "with --base-url, else random and best-response)")
+                    "with --base-url, else random and best-response). bayes: the Bayes-optimal agent of "
+                    "fresh-deal Kuhn Poker (--env-kwarg repeat_instance=false), whose prior is the --opponents")
     ev.add_argument("--model", "--checkpoint", dest="model", default=None,
                     help="policy/react/reflexion: a checkpoint folder (.../checkpoints/iter-N), a local model path, "
                     "a hub id or smollm2-135m; openai: the model name the server serves")

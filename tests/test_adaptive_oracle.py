@@ -73,3 +73,106 @@ def test_bad_requests_are_refused():
         bayes_adaptive_value("kuhn_poker", TRAINING, 0)
     with pytest.raises(ValueError, match="kuhn_poker"):
         bayes_adaptive_value("leduc_poker", TRAINING, 3)
+
+
+class _Dealt:
+    """Stands in for the env's deal stream: hands out the given instance numbers in turn."""
+
+    def __init__(self, instances):
+        self._instances = list(instances)
+
+    def getrandbits(self, bits):
+        return self._instances.pop(0)
+
+
+def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env():
+    """Every sequence of (deal, seat) cells over three hands (12**3, equally likely), forced
+    through the env's deal stream: the agent's mean final hand is the exact Bayes value."""
+    import itertools
+
+    import gymnasium as gym
+    import numpy as np
+
+    import mage_envs  # noqa: F401
+    from mage_envs.oracle import BayesAdaptiveAgent
+    from mage_envs.oracle.winnable import stratified_instances
+
+    cells = stratified_instances("kuhn_poker", 12)
+    finals = {}
+    for style in TRAINING:
+        env = gym.make("mage/KuhnPoker-meta-v0", opponent=style, repeat_instance=False, reflection=False,
+                       num_episodes=3)
+        agent = BayesAdaptiveAgent(env, population=TRAINING)
+        returns = []
+        for first, *later in itertools.product(cells, repeat=3):
+            obs, info = env.reset(seed=0, options={"instance": first})
+            env.unwrapped._deals = _Dealt(later)
+            done = False
+            while not done:
+                obs, _, terminated, truncated, info = env.step(agent(obs, info))
+                done = terminated or truncated
+            returns.append(info["episode_returns"][-1])
+        finals[style] = float(np.mean(returns))
+    assert np.mean(list(finals.values())) == pytest.approx(_value(TRAINING, 3), abs=1e-9)
+    assert finals["aggressive"] > finals["intermediate"]   # its tells are the loudest
+
+
+def _likelihood(terminal, seat, opponent):
+    """P(what ``seat`` saw of this hand | the opponent's archetype), by replaying every card
+    the opponent may hold (the one shown, at showdown) through its action probabilities."""
+    history = terminal.history()
+    shown = "showdown" in terminal.information_state_string(seat) or history[-2:] != [1, 0]
+    cards = [history[1 - seat]] if shown else [c for c in range(3) if c != history[seat]]
+    total = 0.0
+    for card in cards:
+        replay = terminal.get_game().new_initial_state()
+        probability = 0.5
+        for index, action in enumerate(history):
+            if index == 1 - seat:
+                action = card
+            if not replay.is_chance_node() and replay.current_player() != seat:
+                probability *= opponent.action_probabilities(replay).get(action, 0.0)
+            replay.apply_action(action)
+        total += probability
+    return total
+
+
+@pytest.mark.parametrize("style", TRAINING)
+def test_the_bayes_agent_updates_its_belief_by_bayes_rule(style):
+    import gymnasium as gym
+    import numpy as np
+
+    import mage_envs  # noqa: F401
+    from mage_envs.opponents import make_opponent
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    archetypes = [make_opponent("kuhn_poker", a) for a in TRAINING]
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent=style, repeat_instance=False, reflection=True, num_episodes=3)
+    agent = BayesAdaptiveAgent(env, population=TRAINING)
+    checked = 0
+    for seed in range(12):
+        obs, info = env.reset(seed=seed)
+        belief, done = np.full(3, 1 / 3), False
+        assert agent.belief.tolist() == pytest.approx(belief.tolist()) or seed > 0
+        while not done:
+            answer = agent(obs, info)
+            if info["phase"] == "reflect":   # the hand just ended: the env still holds its last state
+                assert answer.startswith("<reflection>")
+                terminal = env.unwrapped.state
+                belief = belief * [_likelihood(terminal, info["seat"], a) for a in archetypes]
+                belief /= belief.sum()
+                assert agent.belief.tolist() == pytest.approx(belief.tolist(), abs=1e-9)
+                checked += 1
+            obs, _, terminated, truncated, info = env.step(answer)
+            done = terminated or truncated
+    assert checked == 24
+
+
+def test_the_bayes_agent_refuses_games_it_cannot_solve():
+    import gymnasium as gym
+
+    import mage_envs  # noqa: F401
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    with pytest.raises(TypeError, match="kuhn_poker"):
+        BayesAdaptiveAgent(gym.make("mage/LeducPoker-meta-v0", repeat_instance=False))

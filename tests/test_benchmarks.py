@@ -5,6 +5,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 SCRIPT = Path(__file__).parents[1] / "benchmarks" / "env_throughput.py"
@@ -201,3 +202,39 @@ def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monk
     assert "mage-s0: kept, but trained with other settings (iterations 4 -> 6)" in capsys.readouterr().err
     learning.warn_if_other_settings(folder, learning.run_config(job))
     assert capsys.readouterr().err == ""
+
+
+def test_variants_without_runs_keep_their_stored_rows_and_pairing():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    earlier = learning.summarise([{"variant": variant, "seed": seed, "report": _report({"aggressive": value})}
+                                  for variant, value in (("mage", 0.4), ("cumulative", 0.1)) for seed in (0, 1)])
+    stored = json.loads(json.dumps(earlier))   # as read back from learning.json
+    rerun = [{"variant": "cumulative", "seed": seed, "report": _report({"aggressive": 0.25})} for seed in (0, 1)]
+    table = learning.summarise(rerun, stored)
+    assert table["mage"] == {key: value for key, value in stored["mage"].items()}   # kept as it was
+    assert list(table) == ["mage", "cumulative"]                                    # in the variants' order
+    # the rerun is paired with the stored reference: (0.25 - 0.4) / 3 styles on each seed
+    assert table["cumulative"]["paired"]["difference"][0] == pytest.approx(-0.05)
+    assert learning.summarise(rerun)["cumulative"].get("paired") is None            # nothing stored: no reference
+
+
+def test_fresh_deal_runs_are_measured_against_the_bayes_agent_on_their_own_meta_episodes():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    def fresh(aggressive, bayes):
+        report = _report({"aggressive": aggressive})
+        for result in report["opponents"].values():
+            result["instance_optimal_value"] = None
+            result["best_response_by_episode"] = [0.3, 0.3, 0.4]
+        report["bayes_by_episode"] = {style: [-0.5, -0.4, bayes] for style in learning.TRAINING}
+        return report
+
+    runs = [{"variant": "fresh-deals", "seed": seed, "report": fresh(0.1 + 0.3 * seed, 0.2)} for seed in (0, 1)]
+    row = learning.summarise(runs)["fresh-deals"]
+    # the final hand over the three styles: (0.1 + 0.1 + a) / 3 against the Bayes agent's 0.2
+    assert row["share_of_bayes"][0] == pytest.approx(np.mean([(0.2 + 0.1) / 3 / 0.2, (0.2 + 0.4) / 3 / 0.2]))
+    runs[0]["report"].pop("bayes_by_episode")   # a report written before it was recorded
+    assert "share_of_bayes" not in learning.summarise(runs)["fresh-deals"]

@@ -215,3 +215,27 @@ def test_one_options_object_for_every_meta_env():
         MetaEpisodeWrapper(KuhnPokerEnv(), num_episode=2)
     with pytest.raises(TypeError, match="TensorMetaWrapper got unexpected option"):
         TensorMetaWrapper(KuhnPokerTensorEnv(), reflection=False)
+
+
+def _deal_sequence(env_id, seed, choose):
+    """The (opponent, instance, seat) of every episode of one fresh-deal meta-episode."""
+    env = gym.make(env_id, num_episodes=5, opponent="train", repeat_instance=False)
+    _, infos = play_meta(env, seed, choose=choose)
+    starts = {}
+    for info in infos:
+        if info["phase"] == "act":
+            starts.setdefault(info["episode_index"], (info["opponent"], info["instance"], info["seat"]))
+    assert sorted(starts) == list(range(5))
+    return [starts[k] for k in range(5)]
+
+
+@pytest.mark.parametrize("env_id", ["mage/KuhnPoker-meta-v0", "mage/LeducPoker-meta-v0"])
+@pytest.mark.parametrize("seed", range(6))
+def test_fresh_deals_follow_the_seed_not_the_play(env_id, seed):
+    """Common random numbers: the deals after a seed are the same whatever the agent (and so
+    the opponent, whose replies draw from their own stream) did, as in duplicate poker."""
+    passive = _deal_sequence(env_id, seed, lambda info, rng: info["legal_actions"][0])
+    aggressive = _deal_sequence(env_id, seed, lambda info, rng: info["legal_actions"][-1])
+    at_random = _deal_sequence(env_id, seed, lambda info, rng: rng.choice(info["legal_actions"]))
+    assert passive == aggressive == at_random
+    assert len({instance for _, instance, _ in passive}) == 5  # fresh deals: five different instances

@@ -6,10 +6,9 @@ the game's :class:`~mage_envs.games.text.GameText` (rules, views, prompts, answe
 the env composes as ``self.text``. A game module subclasses :class:`OpenSpielTextEnv` and
 names its text layer in ``text_class``.
 
-Randomness: ``reset(seed=...)`` seeds ``np_random``; from it the env derives one
-``random.Random`` handed to the opponent and to the seat draw. Chance events (the deal)
-come from the episode's *instance* number, so ``reset(options={"instance": k})`` replays
-the same deal and seat against whatever the opponent does.
+Randomness: as the engine's (:mod:`mage_envs.games.engine`): the deals and opponents that
+follow a seed do not depend on the play, and ``reset(options={"instance": k})`` replays the
+same deal and seat against whatever the opponent does.
 """
 
 from __future__ import annotations

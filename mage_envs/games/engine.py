@@ -7,11 +7,15 @@ and pickling. A view subclasses it and supplies the observation (:meth:`_view`) 
 action arrives: the text view (:class:`~mage_envs.games.base.OpenSpielTextEnv`) parses an
 answer, the numeric view (:class:`~mage_envs.numeric.OpenSpielTensorEnv`) takes an id.
 
-Randomness: ``reset(seed=...)`` seeds ``np_random``; from it the env derives one
-``random.Random`` handed to the opponent and to the seat draw. Chance events (the deal)
-come from the episode's *instance* number, so ``reset(options={"instance": k})`` replays
-the same deal and seat against whatever the opponent does. Both views draw the same
-opponent, instance and seat from the same seed:
+Randomness: ``reset(seed=...)`` seeds ``np_random``; from it the env derives two
+``random.Random`` streams: one handed to the opponent (its play, and the first episode's
+opponent, instance and seat), and one that draws the opponent and instance of every later
+unseeded ``reset()``. So the deals that follow a seed do not depend on how the agent or the
+opponent played: two agents reset with one seed meet the same sequence of deals (common
+random numbers, as in duplicate poker). Chance events (the deal) come from the episode's
+*instance* number, so ``reset(options={"instance": k})`` replays the same deal and seat
+against whatever the opponent does. Both views draw the same opponent, instance and seat
+from the same seed:
 
 Example:
     >>> from mage_envs.games.kuhn_poker import KuhnPokerEnv
@@ -267,6 +271,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.render_mode = render_mode
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
+        self._deals = random.Random(0)  # opponents and instances of unseeded resets
         # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
         self._state: Any = None
         self._history: HistoryCache[GameNode] = HistoryCache(self.game)
@@ -295,15 +300,18 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id)."""
         super().reset(seed=seed)
-        if seed is not None or self._state is None:
+        seeded = seed is not None or self._state is None
+        if seeded:
             self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+            self._deals = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
+        draws = self._rng if seeded else self._deals
         options = options or {}
         opponent_id = options.get("opponent")
         if opponent_id is None:
-            opponent_id = self.population.sample(self._rng)
+            opponent_id = self.population.sample(draws)
         instance = options.get("instance")
         if instance is None:
-            instance = self._rng.getrandbits(63)
+            instance = draws.getrandbits(63)
         self._instance = int(instance)
         self._opponent_id = str(opponent_id)
         self._opponent = self._opponent_for(self._opponent_id)

@@ -9,7 +9,8 @@
   ceilings of repeat-instance meta-episodes (the deal known after earlier episodes);
 * :func:`bayes_adaptive_value` — the return ceiling of fresh-deal meta-episodes: the
   Bayes-optimal agent, which learns the archetype from earlier hands (Kuhn Poker);
-* reference agents :class:`RandomLegalAgent` and :class:`BestResponseAgent`.
+* reference agents :class:`RandomLegalAgent`, :class:`BestResponseAgent` and
+  :class:`BayesAdaptiveAgent` (plays :func:`bayes_adaptive_value` in the real env).
 
 All values are in game units (chips, ±1 per game) before any ``reward_scale``.
 
@@ -21,7 +22,7 @@ Example:
     (0.2778, 0.1111)
 """
 
-from .adaptive import bayes_adaptive_value
+from .adaptive import BayesAdaptiveAgent, bayes_adaptive_value
 from .agents import BestResponseAgent, RandomLegalAgent
 from .result import OracleValue, Seat
 from .values import (
@@ -35,6 +36,7 @@ from .values import (
 from .winnable import instance_optimal_value, winnable_fraction
 
 __all__ = [
+    "BayesAdaptiveAgent",
     "BestResponseAgent",
     "OracleValue",
     "RandomLegalAgent",

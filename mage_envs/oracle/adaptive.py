@@ -25,14 +25,19 @@ import functools
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
+from typing import Any
 
+import gymnasium as gym
 import numpy as np
+import pyspiel
 
+from ..games.base import OpenSpielTextEnv
 from ..games.facts import load_game
 from ..games.kuhn_poker import KuhnPokerText
 from ..games.text import GameText
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
+from .agents import REFLECTION, answer, reflecting
 from .result import OracleValue, Seat, seats
 from .winnable import Deal, _deals
 
@@ -46,10 +51,16 @@ TEXTS: dict[str, type[GameText]] = {"kuhn_poker": KuhnPokerText}
 @dataclass(frozen=True)
 class _Outcomes:
     """One plan for one (seat, private card): per record, its probability under each archetype
-    and, per archetype, the probability-weighted sum of the returns that end in it."""
+    and, per archetype, the probability-weighted sum of the returns that end in it; and the
+    env's one-line summary of each record (``info["summary"]``), which names it."""
 
     likelihood: dict[Record, np.ndarray]
     returns: dict[Record, np.ndarray]
+    summaries: dict[str, Record]
+
+
+#: A pure plan for one hand: the action at each of the agent's information states.
+Plan = dict[str, int]
 
 
 def supports(game: str) -> bool:
@@ -82,13 +93,18 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     if not supports(game):
         raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
+    solver, weights = _solver(game, population, seat)
+    per_archetype = solver.values(num_episodes, tuple(weights))
+    return OracleValue(float(weights @ per_archetype), method="Bayes-optimal adaptive agent (DP over the posterior)")
+
+
+def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, np.ndarray]:
+    """The dynamic programme of ``population``'s archetypes with weight, and their prior."""
     members = as_population(game, population)
     present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]
     solver = _Solver(game, tuple(members.build(game, name) for name, _ in present), seats(seat))
     weights = np.asarray([w for _, w in present], dtype=float)
-    weights /= weights.sum()
-    per_archetype = solver.values(num_episodes, tuple(weights))
-    return OracleValue(float(weights @ per_archetype), method="Bayes-optimal adaptive agent (DP over the posterior)")
+    return solver, weights / weights.sum()
 
 
 class _Solver:
@@ -98,23 +114,34 @@ class _Solver:
         self.game = load_game(game)
         self.text = TEXTS[game]()
         self.opponents = opponents
-        self.situations = [(1.0 / len(seat_list) * p, plans)
-                           for s in seat_list for p, plans in self._situations(s)]
+        #: (seat, private information state) -> its probability and its plans with their outcomes
+        self.situations = {(s, private): (1.0 / len(seat_list) * p, plans)
+                           for s in seat_list for private, (p, plans) in self._situations(s).items()}
         self.values = functools.lru_cache(maxsize=None)(self._values)
 
     def _values(self, left: int, weights: tuple[float, ...]) -> np.ndarray:
         prior = np.asarray(weights)
         total = np.zeros(len(self.opponents))
-        for probability, plans in self.situations:
-            best, best_score = None, -np.inf
-            for outcomes in plans:
-                per_archetype = self._continuation(outcomes, left, prior)
-                score = float(prior @ per_archetype)
-                if score > best_score + 1e-12:
-                    best, best_score = per_archetype, score
-            assert best is not None
-            total += probability * best
+        for probability, plans in self.situations.values():
+            total += probability * self._best(plans, left, prior)[1]
         return total
+
+    def _best(self, plans: list[tuple[Plan, _Outcomes]], left: int, prior: np.ndarray) -> tuple[int, np.ndarray]:
+        """The index of the plan with the best expected final return under ``prior`` (the
+        first among ties) and that return per archetype."""
+        best, best_value, best_score = -1, np.zeros(len(prior)), -np.inf
+        for index, (_, outcomes) in enumerate(plans):
+            per_archetype = self._continuation(outcomes, left, prior)
+            score = float(prior @ per_archetype)
+            if score > best_score + 1e-12:
+                best, best_value, best_score = index, per_archetype, score
+        return best, best_value
+
+    def choose(self, seat: int, private: str, left: int, prior: np.ndarray) -> tuple[Plan, _Outcomes]:
+        """The Bayes-optimal plan (and its outcomes) for a hand on ``seat`` with ``private``
+        information, ``left`` hands to go (this one included) and belief ``prior``."""
+        _, plans = self.situations[seat, private]
+        return plans[self._best(plans, left, prior)[0]]
 
     def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray) -> np.ndarray:
         """Per archetype, the expected final return after this hand is played by ``outcomes``' plan."""
@@ -129,18 +156,18 @@ class _Solver:
             out += likelihood * self.values(left - 1, key)
         return out
 
-    def _situations(self, seat: int) -> list[tuple[float, list[_Outcomes]]]:
-        """Per private card of ``seat``: its probability and the outcomes of each of its plans."""
+    def _situations(self, seat: int) -> dict[str, tuple[float, list[tuple[Plan, _Outcomes]]]]:
+        """Per private card of ``seat``: its probability and each of its plans with its outcomes."""
         by_card: dict[str, list[tuple[Deal, float]]] = defaultdict(list)
         for deal, probability in _deals(self.game):
             by_card[self._private(deal, seat)].append((deal, probability))
-        situations = []
-        for deals in by_card.values():
+        situations = {}
+        for private, deals in by_card.items():
             mass = sum(p for _, p in deals)
             infosets = self._infosets(deals, seat)
             plans = [dict(zip(infosets, choice)) for choice in itertools.product(*infosets.values())]
-            situations.append((mass, [self._outcomes(plan, [(d, p / mass) for d, p in deals], seat)
-                                      for plan in plans]))
+            situations[private] = (mass, [(plan, self._outcomes(plan, [(d, p / mass) for d, p in deals], seat))
+                                          for plan in plans])
         return situations
 
     def _private(self, deal: Deal, seat: int) -> str:
@@ -171,6 +198,7 @@ class _Solver:
         size = len(self.opponents)
         likelihood: dict[Record, np.ndarray] = defaultdict(lambda: np.zeros(size))
         returns: dict[Record, np.ndarray] = defaultdict(lambda: np.zeros(size))
+        summaries: dict[str, Record] = {}
         for index, opponent in enumerate(self.opponents):
             stack = [(self.game.new_initial_state(), deal, 0, p) for deal, p in deals]
             while stack:
@@ -179,6 +207,9 @@ class _Solver:
                     record = (state.information_state_string(seat), self.text.describe_end(state, seat))
                     likelihood[record][index] += p
                     returns[record][index] += p * state.returns()[seat]
+                    summaries.setdefault(self.text.summary_line(
+                        self.text.private_view(state, seat), self.text.history_lines(state.history(), seat),
+                        record[1]), record)
                 elif state.is_chance_node():
                     stack.append((state.child(deal[drawn]), deal, drawn + 1, p))
                 elif state.current_player() == seat:
@@ -188,4 +219,86 @@ class _Solver:
                     if probs is None:
                         raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
                     stack.extend((state.child(a), deal, drawn, p * q) for a, q in probs.items() if q > 0)
-        return _Outcomes(dict(likelihood), dict(returns))
+        return _Outcomes(dict(likelihood), dict(returns), summaries)
+
+
+class BayesAdaptiveAgent:
+    """The Bayes-optimal agent of fresh-deal meta-episodes, played through the text interface.
+
+    It holds the env's population (or ``population``) as its prior, picks each hand's plan by
+    the dynamic programme of :func:`bayes_adaptive_value` (the hands before the last are
+    probes, the last a best response to the posterior), and after every hand updates the
+    posterior on the hand's record, read from the env's summary of it (what the memory
+    shows: its card, the betting, the opponent's card at showdown). It reads its card and
+    information state from ``env.unwrapped.state``, never the opponent's card or the
+    archetype. Its mean final-hand return is :func:`bayes_adaptive_value`. Kuhn Poker.
+
+    Example:
+        >>> import gymnasium as gym, mage_envs
+        >>> env = gym.make("mage/KuhnPoker-meta-v0", opponent="train", repeat_instance=False,
+        ...                reflection=False, num_episodes=3)
+        >>> agent = BayesAdaptiveAgent(env)
+        >>> obs, info = env.reset(seed=0)
+        >>> agent(obs, info) in ("<action>check</action>", "<action>bet</action>",
+        ...                      "<action>fold</action>", "<action>call</action>")
+        True
+    """
+
+    def __init__(self, env: gym.Env, population: OpponentSpec | None = None) -> None:
+        base = env.unwrapped
+        game = getattr(base, "game_string", None)
+        if not isinstance(base, OpenSpielTextEnv) or not isinstance(game, str) or not supports(game):
+            raise TypeError(f"BayesAdaptiveAgent plays the text envs of {sorted(TEXTS)}, got {type(base).__name__}")
+        self._env = base
+        self._solver, self._prior = _solver(game, base.population if population is None else population,
+                                            base.seat_option)
+        self._belief = self._prior
+        self._hand = -1
+        self._last: list[int] = []
+        self._plan: Plan = {}
+        self._outcomes: _Outcomes | None = None
+
+    @property
+    def belief(self) -> np.ndarray:
+        """The posterior over the population's archetypes (with weight), in its order."""
+        return self._belief
+
+    def __call__(self, observation: str, info: dict[str, Any]) -> str:
+        finished = info if reflecting(info) else info.get("finished_episode_info")
+        if finished is not None and self._outcomes is not None:
+            self._learn(str(finished["summary"]))
+        if reflecting(info):
+            return REFLECTION
+        state = self._env.state
+        seat, hand, history = int(info["seat"]), int(info["episode_index"]), state.history()
+        same_hand = hand == self._hand and len(history) > len(self._last) and history[:len(self._last)] == self._last
+        if not same_hand:
+            if hand == 0:
+                self._belief = self._prior
+            self._plan, self._outcomes = self._solver.choose(seat, _private_state(state, seat),
+                                                             int(info["num_episodes"]) - hand, self._belief)
+            self._hand = hand
+        self._last = history
+        action = self._plan[state.information_state_string(seat)]
+        names = {action_id: name for name, action_id in self._env.action_names(state).items()}
+        return answer(names[action])
+
+    def _learn(self, summary: str) -> None:
+        """Bayes' rule on the finished hand's record (named by its summary)."""
+        assert self._outcomes is not None
+        record = self._outcomes.summaries.get(summary)
+        if record is None:
+            raise ValueError(f"BayesAdaptiveAgent: no hand of its plan ends as {summary!r}")
+        posterior = self._belief * self._outcomes.likelihood[record]
+        self._belief = posterior / posterior.sum()
+        self._outcomes = None
+
+
+def _private_state(state: pyspiel.State, seat: int) -> str:
+    """``seat``'s information state once the cards are dealt, before any move."""
+    dealt = state.get_game().new_initial_state()
+    for action in state.history():
+        if not dealt.is_chance_node():
+            break
+        dealt.apply_action(action)
+    return dealt.information_state_string(seat)

@@ -149,10 +149,14 @@ def main() -> None:
               f"share {returns[-1] / ceiling:.2f}")
     styles = result["styles"].values()
     result["share_of_mean_ceiling"] = sum(s["final"] for s in styles) / sum(s["ceiling"] for s in styles)
-    if args.fresh_deals:
+    summary = f"final hand {result['share_of_mean_ceiling']:.0%} of the styles' mean ceiling"
+    if args.fresh_deals:   # the teacher itself on the very meta-episodes evaluated
         result["bayes_adaptive_value"] = report["bayes_adaptive_value"]
+        result["bayes_final"] = {style: report["bayes_by_episode"][style][-1] for style in TRAINING}
+        result["share_of_bayes"] = (sum(s["final"] for s in styles) / sum(result["bayes_final"].values()))
+        summary += f", {result['share_of_bayes']:.0%} of the Bayes-optimal agent's on the same meta-episodes"
     print(f"{len(rows)} oracle turns, {len(labels)} prompts ({ambiguous} with two oracle actions), final loss "
-          f"{result['final_loss']:.4f}; final hand {result['share_of_mean_ceiling']:.0%} of the styles' mean ceiling")
+          f"{result['final_loss']:.4f}; {summary}")
     name = "fresh-deals" if args.fresh_deals else args.probe
     path = ROOT / (args.output or f"benchmarks/results/capacity-{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)

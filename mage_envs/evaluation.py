@@ -33,6 +33,9 @@ from tqdm.auto import tqdm
 from .opponents.registry import RESERVED_POPULATION_NAMES, list_opponents
 from .transcripts import Transcript
 
+#: With fresh deals, episode index ``k`` is stratified from seed ``seed + FRESH_STRIDE * k``.
+FRESH_STRIDE = 7919
+
 Agent = Callable[[str, dict[str, Any]], str]
 AgentFactory = Callable[[gym.Env], Agent]
 
@@ -159,7 +162,10 @@ def evaluate(
     the same deals. With ``stratify`` (games only) meta-episode ``j`` plays the ``j``-th of
     :func:`~mage_envs.oracle.winnable.stratified_instances`, so every (deal, seat) cell
     comes round in turn and a multiple of the cell count (12 in Kuhn Poker) weighs them
-    equally; the deal-known ceiling is always averaged over the instances played.
+    equally; the deal-known ceiling is always averaged over the instances played. With
+    fresh deals (a meta env with ``repeat_instance=False``) every episode index is
+    stratified so, each in its own order (``reset(options={"instances": [...]})``), and its
+    best response is averaged over the instances that index was played on.
     A single-episode id counts as one episode per meta-episode. Give
     either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
     An agent with an ``act_batch`` method plays ``batch_size`` meta-episodes in lockstep
@@ -183,11 +189,15 @@ def evaluate(
     random_seat = getattr(probe.unwrapped, "seat_option", None) == "random"
     probe.close()
     names = resolve_opponents(game, opponents) if game else ["default"]
-    instances = None
+    instances: list[int] | list[list[int]] | None = None
     if stratify and game:
         from .oracle.winnable import stratified_instances
 
         instances = stratified_instances(game, meta_episodes, seed, seat_from_instance=random_seat)
+        if num_episodes > 1 and not repeats:   # fresh deals: every episode index stratified in its own order
+            later = [stratified_instances(game, meta_episodes, seed + FRESH_STRIDE * k, seat_from_instance=random_seat)
+                     for k in range(1, num_episodes)]
+            instances = [[first, *(hand[j] for hand in later)] for j, first in enumerate(instances)]
     named = agent if agent is not None else make_agent
     assert named is not None  # exactly one of them was given
     report = EvaluationReport(env_id, agent_name or _agent_name(named), seed, num_episodes, env_kwargs,
@@ -234,7 +244,7 @@ def evaluate(
 
 
 def _resume(recorder: _Recorder, log: Transcript | None, opponent: str, seed: int,
-            instances: list[int] | None) -> list[int]:
+            instances: list[int] | list[list[int]] | None) -> list[int]:
     """Load ``opponent``'s meta-episodes finished in ``log`` into ``recorder``; the indices left to play."""
     todo = []
     for j in range(len(recorder.returns)):
@@ -371,8 +381,12 @@ class _Recorder:
         )
 
 
-def _reset_options(instances: list[int] | None, j: int) -> dict[str, Any] | None:
-    return None if instances is None else {"instance": instances[j]}
+def _reset_options(instances: list[int] | list[list[int]] | None, j: int) -> dict[str, Any] | None:
+    """Meta-episode ``j``'s reset options: its instance, or with fresh deals each episode's."""
+    if instances is None:
+        return None
+    chosen = instances[j]
+    return {"instances": chosen} if isinstance(chosen, list) else {"instance": chosen}
 
 
 def _usage(agent: object, count: int) -> list[dict[str, Any] | None]:
@@ -381,7 +395,7 @@ def _usage(agent: object, count: int) -> list[dict[str, Any] | None]:
     return list(usage) if isinstance(usage, list) and len(usage) == count else [None] * count
 
 
-def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: list[int] | None,
+def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: list[int] | list[list[int]] | None,
           recorder: _Recorder, finish: Callable[[int], None]) -> None:
     for j in todo:
         obs, info = env.reset(seed=seed + j, options=_reset_options(instances, j))
@@ -397,7 +411,7 @@ def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: lis
 
 
 def _play_batched(
-    agent: BatchAgent, envs: list[gym.Env], todo: list[int], seed: int, instances: list[int] | None,
+    agent: BatchAgent, envs: list[gym.Env], todo: list[int], seed: int, instances: list[int] | list[list[int]] | None,
     recorder: _Recorder, finish: Callable[[int], None],
 ) -> None:
     """Like :func:`_play`, but ``len(envs)`` meta-episodes at a time, one agent call per turn."""

@@ -158,17 +158,23 @@ def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):
     assert "mcts-1000" in done.stdout
 
 
-def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path):
+@pytest.mark.parametrize("fresh", [False, True])
+def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path, fresh):
     pytest.importorskip("torch")
     output = tmp_path / "capacity.json"
     done = subprocess.run([sys.executable, str(SCRIPT.parent / "capacity.py"), "--steps", "3", "--batch", "8",
-                           "--output", str(output)], capture_output=True, text=True, timeout=900)
+                           "--meta-episodes", "12", "--output", str(output)] + (["--fresh-deals"] if fresh else []),
+                          capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(output.read_text())
     assert result["turns"] > 0 and result["prompts"] <= result["turns"]
     assert set(result["styles"]) == {"conservative", "aggressive", "intermediate"}
     for style in result["styles"].values():
         assert style["ceiling"] > 0 and style["share"] == pytest.approx(style["final"] / style["ceiling"])
+    if fresh:   # the teacher's own final hand on the evaluated meta-episodes, and the share of it
+        assert set(result["bayes_final"]) == set(result["styles"])
+        assert result["share_of_bayes"] == pytest.approx(
+            sum(s["final"] for s in result["styles"].values()) / sum(result["bayes_final"].values()))
 
 
 def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):

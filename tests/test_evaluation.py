@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 from mage_envs.cli import main
-from mage_envs.evaluation import evaluate
+from mage_envs.evaluation import FRESH_STRIDE, evaluate
 from mage_envs.oracle import best_response_value
 from mage_envs.oracle.agents import REFLECTION, BestResponseAgent, RandomLegalAgent
 from mage_envs.oracle.winnable import stratified_instances
@@ -95,8 +95,10 @@ def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflectio
                       seed=4, env_kwargs=kwargs, progress=False)
     env = gym.make("mage/KuhnPoker-meta-v0", opponent="conservative", **kwargs)
     hands = []   # by hand: the (instance, seat) each hand of each meta-episode is dealt
-    for j, first in enumerate(stratified_instances("kuhn_poker", 9, seed=4)):   # as the harness resets
-        obs, info = env.reset(seed=4 + j, options={"instance": first})
+    by_hand = [stratified_instances("kuhn_poker", 9, seed=4 + FRESH_STRIDE * k) for k in range(3)]
+    for j in range(9):   # as the harness resets: every hand index stratified in its own order
+        chosen = [hand[j] for hand in by_hand]
+        obs, info = env.reset(seed=4 + j, options={"instances": chosen})
         played = [(info["instance"], info["seat"])]
         while True:
             obs, _, terminated, truncated, info = env.step(aggressive_agent(obs, info))
@@ -104,6 +106,7 @@ def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflectio
                 break
             if info["phase"] == "act" and len(info["episode_returns"]) == len(played):
                 played.append((info["instance"], info["seat"]))
+        assert [k for k, _ in played] == chosen
         hands.append(played)
     expected = [sum(best_response_instance_value("kuhn_poker", "conservative", *h[i]) for h in hands) / 9
                 for i in range(3)]
@@ -112,6 +115,17 @@ def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflectio
     assert result.best_response_by_episode == pytest.approx(expected)
     assert "conservative: " + " ".join(f"{v:+.3f}" for v in expected) in report.table()
     assert len({h[1] for h in hands}) > 1   # later hands are dealt afresh
+
+
+def test_fresh_deals_weigh_every_cell_equally_in_every_hand():
+    """With fresh deals every episode index is stratified: over a multiple of Kuhn Poker's 12
+    (deal, seat) cells each hand's on-sample best response is its expectation exactly."""
+    report = evaluate(aggressive_agent, "mage/KuhnPoker-meta-v0", opponents=["conservative", "aggressive"],
+                      meta_episodes=24, seed=7, env_kwargs={"repeat_instance": False, "num_episodes": 4},
+                      progress=False)
+    for name, result in report.opponents.items():
+        value = best_response_value("kuhn_poker", name).value
+        assert result.best_response_by_episode == pytest.approx([value] * 4, abs=1e-12)
 
 
 def test_the_best_response_scores_its_on_sample_value_hand_by_hand():
@@ -213,3 +227,19 @@ def test_batched_agents_get_the_same_results_in_fewer_calls():
     batched = evaluate(batched_agent, "mage/KuhnPoker-meta-v0", batch_size=8, **kwargs)
     assert batched.to_dict()["opponents"] == sequential.to_dict()["opponents"]
     assert batched_agent.calls < 2 * 30 * 3  # lockstep: a call per turn, not per prompt
+
+
+def test_mage_eval_plays_the_bayes_optimal_agent_with_the_opponents_as_its_prior(tmp_path):
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    styles = ["conservative", "aggressive", "intermediate"]
+    assert main(["eval", "--agent", "bayes", "--opponents", ",".join(styles), "--env-kwarg", "repeat_instance=false",
+                 "--meta-episodes", "12", "--quiet", "--output-dir", str(tmp_path)]) == 0
+    saved = json.loads((tmp_path / "eval_bayes.json").read_text())
+    direct = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=styles, meta_episodes=12,
+                      env_kwargs={"repeat_instance": False}, progress=False,
+                      make_agent=lambda env: BayesAdaptiveAgent(env, population=styles))
+    for name in styles:
+        assert saved["opponents"][name]["mean_return_by_episode"] == direct.opponents[name].mean_return_by_episode
+    assert main(["eval", "--agent", "bayes", "--env", "mage/LeducPoker-meta-v0", "--meta-episodes", "1", "--quiet",
+                 "--output-dir", str(tmp_path / "leduc")]) == 2   # solved for Kuhn Poker only: a clear error

@@ -239,3 +239,25 @@ def test_fresh_deals_follow_the_seed_not_the_play(env_id, seed):
     at_random = _deal_sequence(env_id, seed, lambda info, rng: rng.choice(info["legal_actions"]))
     assert passive == aggressive == at_random
     assert len({instance for _, instance, _ in passive}) == 5  # fresh deals: five different instances
+
+
+def test_each_episode_can_be_given_its_instance_with_fresh_deals():
+    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, opponent="aggressive", repeat_instance=False)
+    chosen = [11, 4, 11]
+    starts = {}
+    obs, info = env.reset(seed=0, options={"instances": chosen})
+    while True:
+        if info["phase"] == "act":
+            starts.setdefault(info["episode_index"], info["instance"])
+        action = "<reflection>ok</reflection>" if info["phase"] == "reflect" else info["legal_actions"][0]
+        obs, _, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            break
+    assert [starts[k] for k in range(3)] == chosen
+    with pytest.raises(ValueError, match="one instance per episode"):
+        env.reset(seed=0, options={"instances": [1, 2]})
+    with pytest.raises(ValueError, match="not both"):
+        env.reset(seed=0, options={"instances": [1, 2, 3], "instance": 1})
+    repeated = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, repeat_instance=True)
+    with pytest.raises(ValueError, match="repeat_instance=False"):
+        repeated.reset(seed=0, options={"instances": [1, 2, 3]})

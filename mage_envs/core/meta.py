@@ -64,14 +64,33 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self._inner_max = env.observation_space.max_length
         self.observation_space = text_space(MetaEpisodeTracker.prompt_length(self._inner_max, meta.memory_budget))
         self._phase: Phase = "act"
+        self._instances: list[int] | None = None
 
     # ------------------------------------------------------------------ gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Start a meta-episode; ``options`` are passed to the first inner reset."""
+        """Start a meta-episode; ``options`` are passed to the first inner reset, except
+        ``instances``: with fresh deals (``repeat_instance=False``), the instance of every
+        episode in turn (one per episode), e.g. to stratify an evaluation over each hand.
+
+        Example:
+            >>> import gymnasium as gym, mage_envs
+            >>> env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=2, repeat_instance=False, reflection=False)
+            >>> obs, info = env.reset(seed=0, options={"instances": [4, 7]})
+            >>> info["instance"]
+            4
+            >>> while info["episode_index"] == 0:
+            ...     obs, reward, terminated, truncated, info = env.step(info["legal_actions"][0])
+            >>> info["instance"]
+            7
+        """
         self.tracker.start()
         self._phase = "act"
+        options = dict(options or {})
+        self._instances = self._episode_instances(options.pop("instances", None), options)
+        if self._instances is not None:
+            options["instance"] = self._instances[0]
         obs, info = self.env.reset(seed=seed, options=options)
         self._opponent = info.get("opponent")
         self._instance = info.get("instance")
@@ -90,6 +109,21 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         return self._end_inner_episode(obs, terminated, truncated, info)
 
     # ------------------------------------------------------------------ internals
+    def _episode_instances(self, instances: Any, options: dict[str, Any]) -> list[int] | None:
+        """``options["instances"]`` checked: one instance per episode, fresh deals only."""
+        if instances is None:
+            return None
+        if self.repeat_instance:
+            raise ValueError("options['instances'] gives every episode its own instance: it needs "
+                             "repeat_instance=False (options['instance'] repeats one)")
+        if "instance" in options:
+            raise ValueError("give options['instance'] or options['instances'], not both")
+        chosen = [int(k) for k in instances]
+        if len(chosen) != self.num_episodes:
+            raise ValueError(f"options['instances'] needs one instance per episode ({self.num_episodes}), "
+                             f"got {len(chosen)}")
+        return chosen
+
     def _end_inner_episode(self, obs: str, terminated: bool, truncated: bool, info: dict[str, Any]) -> tuple:
         reward = self.tracker.end_episode(info)
         if self.tracker.finished:
@@ -113,6 +147,8 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self.tracker.next_episode()
         self._phase = "act"
         seed, options = replay_reset(self.repeat_instance, self._instance, self._replay_seed)
+        if self._instances is not None:
+            options = {"instance": self._instances[self.tracker.episode_index]}
         if self._opponent is not None:
             options = {"opponent": self._opponent, **options}
         obs, info = self.env.reset(seed=seed, options=options)

@@ -49,6 +49,15 @@ def test_a_fresh_deal_evaluation_reports_the_bayes_optimal_agent(tmp_path, capsy
     assert report["bayes_adaptive_value"] == 2 * expected
     assert report["opponents"]["aggressive"]["instance_optimal_value"] is None
     assert capsys.readouterr().out.count("Bayes-optimal adaptive agent") == 2   # untrained and trained
+    # and what that agent scores on the very meta-episodes evaluated (the same seeds, so the same deals)
+    from mage_envs.evaluation import evaluate
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    styles = ["conservative", "aggressive", "intermediate"]
+    direct = evaluate(None, report["env_id"], opponents=styles, meta_episodes=2, seed=report["seed"],
+                      env_kwargs=report["env_kwargs"], oracle=False, progress=False,
+                      make_agent=lambda env: BayesAdaptiveAgent(env, population=styles))
+    assert report["bayes_by_episode"] == {name: r.mean_return_by_episode for name, r in direct.opponents.items()}
     # without the memory of earlier hands nothing can be learnt: the non-adaptive value is the ceiling
     assert main(["train", *common, "--memory", "false", "--output-dir", str(tmp_path / "blind")]) == 0
     assert json.loads((tmp_path / "blind" / "eval.json").read_text())["bayes_adaptive_value"] is None

@@ -164,8 +164,9 @@ def evaluate(
     comes round in turn and a multiple of the cell count (12 in Kuhn Poker) weighs them
     equally; the deal-known ceiling is always averaged over the instances played. With
     fresh deals (a meta env with ``repeat_instance=False``) every episode index is
-    stratified so, each in its own order (``reset(options={"instances": [...]})``), and its
-    best response is averaged over the instances that index was played on.
+    stratified so, each in its own random order (``reset(options={"instances": [...]})``:
+    the cells of different hands pair up at random), and its best response is averaged over
+    the instances that index was played on.
     A single-episode id counts as one episode per meta-episode. Give
     either ``agent`` or ``make_agent`` (called once per opponent with the env it plays).
     An agent with an ``act_batch`` method plays ``batch_size`` meta-episodes in lockstep
@@ -194,8 +195,8 @@ def evaluate(
         from .oracle.winnable import stratified_instances
 
         instances = stratified_instances(game, meta_episodes, seed, seat_from_instance=random_seat)
-        if num_episodes > 1 and not repeats:   # fresh deals: every episode index stratified in its own order
-            later = [stratified_instances(game, meta_episodes, seed + FRESH_STRIDE * k, seat_from_instance=random_seat)
+        if num_episodes > 1 and not repeats:   # fresh deals: every episode index stratified on its own
+            later = [_shuffled_cells(game, meta_episodes, seed + FRESH_STRIDE * k, random_seat)
                      for k in range(1, num_episodes)]
             instances = [[first, *(hand[j] for hand in later)] for j, first in enumerate(instances)]
     named = agent if agent is not None else make_agent
@@ -379,6 +380,20 @@ class _Recorder:
             loss_rate_by_episode=rate("loss"),
             invalid_action_rate=int(self.invalid_steps.sum()) / max(int(self.act_steps.sum()), 1),
         )
+
+
+def _shuffled_cells(game: str, count: int, seed: int, random_seat: bool) -> list[int]:
+    """Stratified instances in a seeded random order: each cell as often as in
+    :func:`~mage_envs.oracle.winnable.stratified_instances`, but not in the same place of
+    every round, so that the cells of two episode indices pair up at random rather than in
+    a fixed pattern."""
+    import random
+
+    from .oracle.winnable import stratified_instances
+
+    instances = stratified_instances(game, count, seed, seat_from_instance=random_seat)
+    random.Random(seed).shuffle(instances)
+    return instances
 
 
 def _reset_options(instances: list[int] | list[list[int]] | None, j: int) -> dict[str, Any] | None:

@@ -6,10 +6,10 @@ import gymnasium as gym
 import pytest
 
 from mage_envs.cli import main
-from mage_envs.evaluation import FRESH_STRIDE, evaluate
+from mage_envs.evaluation import FRESH_STRIDE, _shuffled_cells, evaluate
 from mage_envs.oracle import best_response_value
 from mage_envs.oracle.agents import REFLECTION, BestResponseAgent, RandomLegalAgent
-from mage_envs.oracle.winnable import stratified_instances
+from mage_envs.oracle.winnable import instance_deal, stratified_instances
 
 
 def aggressive_agent(obs, info):
@@ -95,7 +95,8 @@ def test_fresh_deal_ceilings_are_the_best_response_on_each_hands_deals(reflectio
                       seed=4, env_kwargs=kwargs, progress=False)
     env = gym.make("mage/KuhnPoker-meta-v0", opponent="conservative", **kwargs)
     hands = []   # by hand: the (instance, seat) each hand of each meta-episode is dealt
-    by_hand = [stratified_instances("kuhn_poker", 9, seed=4 + FRESH_STRIDE * k) for k in range(3)]
+    by_hand = [stratified_instances("kuhn_poker", 9, seed=4)]
+    by_hand += [_shuffled_cells("kuhn_poker", 9, 4 + FRESH_STRIDE * k, True) for k in (1, 2)]
     for j in range(9):   # as the harness resets: every hand index stratified in its own order
         chosen = [hand[j] for hand in by_hand]
         obs, info = env.reset(seed=4 + j, options={"instances": chosen})
@@ -126,6 +127,12 @@ def test_fresh_deals_weigh_every_cell_equally_in_every_hand():
     for name, result in report.opponents.items():
         value = best_response_value("kuhn_poker", name).value
         assert result.best_response_by_episode == pytest.approx([value] * 4, abs=1e-12)
+    # and the hands' cells pair up at random, not in one pattern repeated every round of 12
+    firsts = stratified_instances("kuhn_poker", 120, seed=7)
+    thirds = _shuffled_cells("kuhn_poker", 120, 7 + 2 * FRESH_STRIDE, True)
+    cells = {(instance_deal("kuhn_poker", a), a & 1, instance_deal("kuhn_poker", b), b & 1)
+             for a, b in zip(firsts, thirds)}
+    assert len(cells) > 60   # of 144 pairs; a fixed pattern would give 12
 
 
 def test_the_best_response_scores_its_on_sample_value_hand_by_hand():

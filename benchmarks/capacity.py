@@ -3,8 +3,8 @@ represent the play that the learning targets measure against?
 
 The same model as `mage train` (same tokenizer, compact prompts, episode summaries as
 memory, one action token) is trained by supervised learning, not RL, on an oracle's
-actions, then evaluated like a trained run (300 meta-episodes per style, the first hand's
-(deal, seat) stratified, sampling at temperature 1). If its final hand reaches the
+actions, then evaluated like a trained run (300 meta-episodes per style, the (deal, seat)
+cells stratified, sampling at temperature 1). If its final hand reaches the
 oracle's, the model and prompt are not the limit and RL is; if not, they are.
 
 * repeated deals (the default): in the early hands the oracle probes (``--probe``: check /

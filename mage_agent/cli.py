@@ -157,10 +157,12 @@ def evaluate_policy(
         return data
     print(f"best non-adaptive value against the training population: {nonadaptive:+.3f}")
     if adaptive is not None:
-        finals = [returns[-1] for returns in data["bayes_by_episode"].values()]
-        on_sample = sum(finals) / len(finals)
-        print(f"Bayes-optimal adaptive agent's final episode against the training population: {adaptive:+.3f} "
-              f"(on these meta-episodes: {on_sample:+.3f})")
+        line = f"Bayes-optimal adaptive agent's final episode against the training population: {adaptive:+.3f}"
+        played = {name: returns[-1] for name, returns in data["bayes_by_episode"].items()}
+        if played:   # weighted as the population is, like the value itself
+            weight = sum(population[name] for name in played)
+            line += f" (on these meta-episodes: {sum(population[n] * v for n, v in played.items()) / weight:+.3f})"
+        print(line)
     for opponent, result in data["opponents"].items():
         first, final = result["mean_return_by_episode"][0], result["mean_return_by_episode"][-1]
         line = (f"  {opponent:<16} return ep1 {first:+.3f} -> ep{len(result['mean_return_by_episode'])} {final:+.3f}"

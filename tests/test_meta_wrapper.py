@@ -4,6 +4,7 @@ import pickle
 import random
 
 import gymnasium as gym
+import numpy as np
 import pytest
 from gymnasium.utils.env_checker import check_env
 
@@ -261,3 +262,27 @@ def test_each_episode_can_be_given_its_instance_with_fresh_deals():
     repeated = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, repeat_instance=True)
     with pytest.raises(ValueError, match="repeat_instance=False"):
         repeated.reset(seed=0, options={"instances": [1, 2, 3]})
+
+
+def test_the_tensor_meta_env_takes_each_episodes_instance_too():
+    env = gym.make("mage/KuhnPoker-tensor-meta-v0", opponent="aggressive", num_episodes=3, repeat_instance=False)
+    obs, info = env.reset(seed=0, options={"instances": [11, 4, 11]})
+    starts = {0: info["instance"]}
+    while True:
+        legal = np.flatnonzero(env.unwrapped.action_masks())
+        obs, _, terminated, truncated, info = env.step(int(legal[0]))
+        if terminated or truncated:
+            break
+        starts.setdefault(info["episode_index"], info["instance"])
+    assert [starts[k] for k in range(3)] == [11, 4, 11]
+
+
+def test_an_env_pickled_before_fresh_deals_had_their_own_stream_still_deals():
+    env = KuhnPokerEnv(opponent="conservative")
+    env.reset(seed=3)
+    state = env.__getstate__()
+    del state["_deals"]   # as pickled by an earlier release
+    restored = KuhnPokerEnv.__new__(KuhnPokerEnv)
+    restored.__setstate__(state)
+    _, info = restored.reset()
+    assert isinstance(info["instance"], int)

@@ -28,7 +28,7 @@ from typing import Any
 import gymnasium as gym
 
 from .contract import text_space
-from .meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, replay_reset
+from .meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, chosen_instances, replay_reset
 
 
 class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
@@ -87,11 +87,8 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         """
         self.tracker.start()
         self._phase = "act"
-        options = dict(options or {})
-        self._instances = self._episode_instances(options.pop("instances", None), options)
-        if self._instances is not None:
-            options["instance"] = self._instances[0]
-        obs, info = self.env.reset(seed=seed, options=options)
+        first, self._instances = chosen_instances(options, self.repeat_instance, self.num_episodes)
+        obs, info = self.env.reset(seed=seed, options=first)
         self._opponent = info.get("opponent")
         self._instance = info.get("instance")
         self._replay_seed = seed
@@ -109,21 +106,6 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         return self._end_inner_episode(obs, terminated, truncated, info)
 
     # ------------------------------------------------------------------ internals
-    def _episode_instances(self, instances: Any, options: dict[str, Any]) -> list[int] | None:
-        """``options["instances"]`` checked: one instance per episode, fresh deals only."""
-        if instances is None:
-            return None
-        if self.repeat_instance:
-            raise ValueError("options['instances'] gives every episode its own instance: it needs "
-                             "repeat_instance=False (options['instance'] repeats one)")
-        if "instance" in options:
-            raise ValueError("give options['instance'] or options['instances'], not both")
-        chosen = [int(k) for k in instances]
-        if len(chosen) != self.num_episodes:
-            raise ValueError(f"options['instances'] needs one instance per episode ({self.num_episodes}), "
-                             f"got {len(chosen)}")
-        return chosen
-
     def _end_inner_episode(self, obs: str, terminated: bool, truncated: bool, info: dict[str, Any]) -> tuple:
         reward = self.tracker.end_episode(info)
         if self.tracker.finished:

@@ -90,6 +90,35 @@ def replay_reset(
     return seed, {}
 
 
+def chosen_instances(
+    options: dict[str, Any] | None, repeat_instance: bool, num_episodes: int
+) -> tuple[dict[str, Any], list[int] | None]:
+    """Split a meta ``reset``'s ``options``: those of the first inner reset (with the first of
+    ``options["instances"]`` as its ``instance``), and the instance of every episode, checked
+    (fresh deals only, one per episode), or ``None`` when none were given.
+
+    Example:
+        >>> chosen_instances({"instances": [3, 5], "opponent": "x"}, False, 2)
+        ({'opponent': 'x', 'instance': 3}, [3, 5])
+        >>> chosen_instances(None, True, 2)
+        ({}, None)
+    """
+    first = dict(options or {})
+    instances = first.pop("instances", None)
+    if instances is None:
+        return first, None
+    if repeat_instance:
+        raise ValueError("options['instances'] gives every episode its own instance: it needs "
+                         "repeat_instance=False (options['instance'] repeats one)")
+    if "instance" in first:
+        raise ValueError("give options['instance'] or options['instances'], not both")
+    chosen = [int(k) for k in instances]
+    if len(chosen) != num_episodes:
+        raise ValueError(f"options['instances'] needs one instance per episode ({num_episodes}), got {len(chosen)}")
+    first["instance"] = chosen[0]
+    return first, chosen
+
+
 @dataclass(frozen=True)
 class MetaOptions:
     """The options of a meta-episode, one object for every meta env:

@@ -455,6 +455,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         """Restore a pickled env; a search-bot opponent restarts with a seed from the env's rng."""
         history = state.pop("_serialized_history")
         self.__dict__.update(state)
+        if "_deals" not in state:   # pickled before fresh deals had a stream of their own
+            self._deals = random.Random(self._rng.getrandbits(63))
         self.game = load_game(self.game_string)
         self._opponents = {}
         self._history = HistoryCache(self.game)

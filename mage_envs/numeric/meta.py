@@ -29,7 +29,7 @@ import gymnasium as gym
 import numpy as np
 from gymnasium import spaces
 
-from ..core.meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, replay_reset
+from ..core.meta_tracker import MetaEpisodeTracker, MetaOptions, Phase, chosen_instances, replay_reset
 from ..registration import load_entry_point
 from .env import OpenSpielTensorEnv
 
@@ -75,16 +75,19 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
             dtype=np.float32,
         )
         self._phase: Phase = "act"
+        self._instances: list[int] | None = None
 
     # ------------------------------------------------------------------ gym API
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[np.ndarray, dict[str, Any]]:
-        """Start a meta-episode; ``options`` are passed to the first inner reset."""
+        """Start a meta-episode; ``options`` are passed to the first inner reset, except
+        ``instances`` (fresh deals: the instance of every episode in turn)."""
         self.tracker.start()
         self._slots = np.zeros((self.num_episodes - 1, self.slot_size), np.float32)
         self._phase = "act"
-        obs, info = self.env.reset(seed=seed, options=options)
+        first, self._instances = chosen_instances(options, self.repeat_instance, self.num_episodes)
+        obs, info = self.env.reset(seed=seed, options=first)
         self._opponent = info["opponent"]
         self._instance = info["instance"]
         return self._encode(obs), self._info(info)
@@ -120,6 +123,8 @@ class TensorMetaWrapper(gym.Wrapper[np.ndarray, int, np.ndarray, int], gym.utils
     def _next_inner_episode(self) -> tuple[np.ndarray, dict[str, Any]]:
         self.tracker.next_episode()
         _, options = replay_reset(self.repeat_instance, self._instance, None)
+        if self._instances is not None:
+            options = {"instance": self._instances[self.tracker.episode_index]}
         obs, info = self.env.reset(options={"opponent": self._opponent, **options})
         return self._encode(obs), self._info(info)
 

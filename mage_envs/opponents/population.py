@@ -72,6 +72,11 @@ class Population:
         index = bisect.bisect_right(self._cumulative, rng.random() * self._cumulative[-1])
         return self.ids[min(index, len(self.ids) - 1)]
 
+    def given(self, opponent_id: str) -> Opponent | None:
+        """The instance given for member ``opponent_id``, or ``None`` for a registered archetype
+        (built by name)."""
+        return self._instances.get(opponent_id)
+
     def build(self, game: str, opponent_id: str) -> Opponent:
         """An opponent instance for member ``opponent_id``."""
         if opponent_id in self._instances:

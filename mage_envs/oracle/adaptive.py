@@ -37,6 +37,7 @@ from ..games.kuhn_poker import KuhnPokerText
 from ..games.text import GameText
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
+from ..opponents.registry import make_opponent
 from .agents import REFLECTION, answer, reflecting
 from .result import OracleValue, Seat, seats
 from .winnable import Deal, _deals
@@ -102,9 +103,17 @@ def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, n
     """The dynamic programme of ``population``'s archetypes with weight, and their prior."""
     members = as_population(game, population)
     present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]
-    solver = _Solver(game, tuple(members.build(game, name) for name, _ in present), seats(seat))
     weights = np.asarray([w for _, w in present], dtype=float)
-    return solver, weights / weights.sum()
+    archetypes = tuple(members.given(name) or name for name, _ in present)
+    return _cached_solver(game, archetypes, seats(seat)), weights / weights.sum()
+
+
+@functools.lru_cache(maxsize=8)
+def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list: tuple[int, ...]) -> _Solver:
+    """One solver (and its cache of values) per game, archetypes (registered ids, or the
+    instances given) and seats: an evaluation's agents, one per opponent, share it."""
+    opponents = tuple(make_opponent(game, a) if isinstance(a, str) else a for a in archetypes)
+    return _Solver(game, opponents, seat_list)
 
 
 class _Solver:
@@ -225,19 +234,21 @@ class _Solver:
 class BayesAdaptiveAgent:
     """The Bayes-optimal agent of fresh-deal meta-episodes, played through the text interface.
 
-    It holds the env's population (or ``population``) as its prior, picks each hand's plan by
-    the dynamic programme of :func:`bayes_adaptive_value` (the hands before the last are
-    probes, the last a best response to the posterior), and after every hand updates the
-    posterior on the hand's record, read from the env's summary of it (what the memory
-    shows: its card, the betting, the opponent's card at showdown). It reads its card and
-    information state from ``env.unwrapped.state``, never the opponent's card or the
-    archetype. Its mean final-hand return is :func:`bayes_adaptive_value`. Kuhn Poker.
+    It holds ``population`` as its prior (default: the env's population; an env made for
+    one opponent makes that a point mass, so pass the population explicitly when evaluating
+    one opponent at a time), picks each hand's plan by the dynamic programme of
+    :func:`bayes_adaptive_value` (the hands before the last are probes, the last a best
+    response to the posterior), and after every hand updates the posterior on the hand's
+    record, read from the env's summary of it (what the memory shows: its card, the
+    betting, the opponent's card at showdown). It reads its card and information state from
+    ``env.unwrapped.state``, never the opponent's card or the archetype. Its mean final-hand
+    return is :func:`bayes_adaptive_value`. Kuhn Poker meta envs with fresh deals.
 
     Example:
         >>> import gymnasium as gym, mage_envs
-        >>> env = gym.make("mage/KuhnPoker-meta-v0", opponent="train", repeat_instance=False,
+        >>> env = gym.make("mage/KuhnPoker-meta-v0", opponent="aggressive", repeat_instance=False,
         ...                reflection=False, num_episodes=3)
-        >>> agent = BayesAdaptiveAgent(env)
+        >>> agent = BayesAdaptiveAgent(env, population=["conservative", "aggressive", "intermediate"])
         >>> obs, info = env.reset(seed=0)
         >>> agent(obs, info) in ("<action>check</action>", "<action>bet</action>",
         ...                      "<action>fold</action>", "<action>call</action>")
@@ -249,12 +260,16 @@ class BayesAdaptiveAgent:
         game = getattr(base, "game_string", None)
         if not isinstance(base, OpenSpielTextEnv) or not isinstance(game, str) or not supports(game):
             raise TypeError(f"BayesAdaptiveAgent plays the text envs of {sorted(TEXTS)}, got {type(base).__name__}")
+        if not _has_attribute(env, "num_episodes"):
+            raise TypeError("BayesAdaptiveAgent plays meta-episodes: give it a -meta- env (e.g. mage/KuhnPoker-meta-v0)")
+        if _has_attribute(env, "repeat_instance") and env.get_wrapper_attr("repeat_instance"):
+            raise ValueError("BayesAdaptiveAgent is the optimum of fresh deals: make the env with "
+                             "repeat_instance=False (with repeated deals the deal-known play is the ceiling)")
         self._env = base
         self._solver, self._prior = _solver(game, base.population if population is None else population,
                                             base.seat_option)
         self._belief = self._prior
-        self._hand = -1
-        self._last: list[int] = []
+        self._live: pyspiel.State | None = None   # the hand being played (the env builds a state per hand)
         self._plan: Plan = {}
         self._outcomes: _Outcomes | None = None
 
@@ -269,16 +284,13 @@ class BayesAdaptiveAgent:
             self._learn(str(finished["summary"]))
         if reflecting(info):
             return REFLECTION
-        state = self._env.state
-        seat, hand, history = int(info["seat"]), int(info["episode_index"]), state.history()
-        same_hand = hand == self._hand and len(history) > len(self._last) and history[:len(self._last)] == self._last
-        if not same_hand:
+        state, seat, hand = self._env.state, int(info["seat"]), int(info["episode_index"])
+        if state is not self._live:   # a new hand
             if hand == 0:
                 self._belief = self._prior
             self._plan, self._outcomes = self._solver.choose(seat, _private_state(state, seat),
                                                              int(info["num_episodes"]) - hand, self._belief)
-            self._hand = hand
-        self._last = history
+            self._live = state
         action = self._plan[state.information_state_string(seat)]
         names = {action_id: name for name, action_id in self._env.action_names(state).items()}
         return answer(names[action])
@@ -286,12 +298,22 @@ class BayesAdaptiveAgent:
     def _learn(self, summary: str) -> None:
         """Bayes' rule on the finished hand's record (named by its summary)."""
         assert self._outcomes is not None
-        record = self._outcomes.summaries.get(summary)
-        if record is None:
-            raise ValueError(f"BayesAdaptiveAgent: no hand of its plan ends as {summary!r}")
-        posterior = self._belief * self._outcomes.likelihood[record]
+        record = self._outcomes.summaries.get(summary)   # listed: possible under some archetype
+        posterior = None if record is None else self._belief * self._outcomes.likelihood[record]
+        if posterior is None or posterior.sum() <= 0:
+            raise ValueError(f"BayesAdaptiveAgent: {summary!r} is impossible under every archetype of its belief "
+                             "(is the opponent in the population it was given?)")
         self._belief = posterior / posterior.sum()
         self._outcomes = None
+
+
+def _has_attribute(env: gym.Env, name: str) -> bool:
+    """Whether ``env`` or one of its wrappers has ``name``."""
+    try:
+        env.get_wrapper_attr(name)
+    except AttributeError:
+        return False
+    return True
 
 
 def _private_state(state: pyspiel.State, seat: int) -> str:

@@ -95,6 +95,9 @@ VARIANTS: dict[str, dict] = {
     "stakes-return-std": {"reward_weights": STAKES, "std_normalize": True, "std_of": "returns"},
     "return-std": {"std_normalize": True, "std_of": "returns"},
 }
+#: What a fresh-deal row was measured under: 2 since fresh deals follow the seed and every
+#: hand of an evaluation is stratified (rows without it came before; they pair among themselves).
+FRESH_PROTOCOL = 2
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
 PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final", "gigpo", "gamma-0.9")})
@@ -244,18 +247,15 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
 
     A variant without results keeps its row from ``stored`` (an earlier table: runs are
     not committed, so a fresh checkout tabulates what it reruns beside what it keeps), and
-    every variant is then paired with its reference, stored or not, except that a kept
-    fresh-deal row is paired only with another kept one (it may predate the current deals
-    and evaluation)."""
+    every variant is then paired with its reference, stored or not; fresh-deal rows only
+    with rows of their ``fresh_protocol`` (the deals and evaluation they were measured under)."""
     table: dict[str, dict] = {}
-    kept: set[str] = set()
     by_key = {(r["variant"], r["seed"]): r["report"] for r in results}
     for variant in VARIANTS:
         seeds = sorted(seed for v, seed in by_key if v == variant)
         if not seeds:
             if stored and variant in stored:
                 table[variant] = {key: value for key, value in stored[variant].items() if key != "paired"}
-                kept.add(variant)
             continue
         train = {seed: per_style(by_key[variant, seed], TRAINING) for seed in seeds}
         held = {seed: per_style(by_key[variant, seed], HELDOUT) for seed in seeds}
@@ -278,6 +278,8 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
             "every_style_80": all(train[s][a]["share"] >= 0.8 for s in seeds for a in TRAINING),
             "seeds_all_90": sum(all(train[s][a]["share"] >= 0.9 for a in TRAINING) for s in seeds),
         }
+        if not VARIANTS[variant].get("repeat_instance", True):
+            row["fresh_protocol"] = FRESH_PROTOCOL
         if all("bayes" in train[s][a] for s in seeds for a in TRAINING):
             bayes = [np.mean([train[s][a]["bayes"] for a in TRAINING]) for s in seeds]
             row["share_of_bayes"] = mean_ci([f / b for f, b in zip(final, bayes)])
@@ -289,8 +291,8 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
         fresh = not VARIANTS[variant].get("repeat_instance", True)
         if fresh != (not VARIANTS[reference].get("repeat_instance", True)):
             continue  # fresh deals against repeated ones: another ceiling
-        if fresh and (variant in kept) != (reference in kept):
-            continue  # kept fresh-deal rows predate the deal stream and evaluation of the rerun ones
+        if fresh and row.get("fresh_protocol") != table[reference].get("fresh_protocol"):
+            continue  # measured under other deals and another evaluation
         by_seed = dict(zip(table[reference]["seeds"], table[reference]["final_by_seed"]))
         diffs = [final - by_seed[s] for s, final in zip(row["seeds"], row["final_by_seed"]) if s in by_seed]
         if diffs:
@@ -366,6 +368,12 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
         cells = [f"{row['heldout_first'][a][0]:+.3f} → {_pm(row['heldout_final'][a])} "
                  f"({row['heldout_share'][a][0]:.2f})" for a in HELDOUT]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
+    stale = [v for v, row in table.items()
+             if not VARIANTS[v].get("repeat_instance", True) and row.get("fresh_protocol") != FRESH_PROTOCOL]
+    if stale:
+        lines += ["", "Fresh-deal rows from earlier releases (" + ", ".join(f"`{v}`" for v in stale) + ") were "
+                  "trained before fresh deals followed the seed and evaluated with only the first hand stratified: "
+                  "their shares are of another sample's ceiling, and they are paired only among themselves."]
     missing = [v for v in VARIANTS if v not in table]
     if missing:
         lines += ["", "Not yet run at these defaults: " + ", ".join(f"`{v}`" for v in missing) + "."]

@@ -244,3 +244,24 @@ def test_fresh_deal_runs_are_measured_against_the_bayes_agent_on_their_own_meta_
     assert row["share_of_bayes"][0] == pytest.approx(np.mean([(0.2 + 0.1) / 3 / 0.2, (0.2 + 0.4) / 3 / 0.2]))
     runs[0]["report"].pop("bayes_by_episode")   # a report written before it was recorded
     assert "share_of_bayes" not in learning.summarise(runs)["fresh-deals"]
+
+
+def test_fresh_deal_rows_of_another_protocol_are_not_paired_with_todays():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    def fresh(value):
+        report = _report({"aggressive": value})
+        for result in report["opponents"].values():
+            result["instance_optimal_value"] = None
+            result["best_response_by_episode"] = [0.3, 0.3, 0.3]
+        return report
+
+    earlier = learning.summarise([{"variant": "fresh-deals-900", "seed": 0, "report": fresh(0.2)}])
+    stored = json.loads(json.dumps(earlier))
+    stored["fresh-deals-900"].pop("fresh_protocol")   # measured before fresh deals followed the seed
+    table = learning.summarise([{"variant": "fresh-deals", "seed": 0, "report": fresh(0.1)}], stored)
+    assert table["fresh-deals"]["fresh_protocol"] == learning.FRESH_PROTOCOL
+    assert "paired" not in table["fresh-deals-900"]
+    assert "paired" in learning.summarise([{"variant": "fresh-deals", "seed": 0, "report": fresh(0.1)}],
+                                          earlier)["fresh-deals-900"]

@@ -47,7 +47,8 @@ checkpoint (every 100 iterations) if its settings are the variant's, and starts 
 not, so a killed benchmark resumes where it stopped.
 Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
 ``docs/learning.png``; runs are not committed, so a variant with no evaluated run in
-``--output-dir`` keeps its row from the results file (named on stderr) and is paired as before.
+``--output-dir`` keeps its row from the results file (named on stderr) and is paired as before
+(fresh-deal rows only with rows measured under their protocol).
 
     python benchmarks/learning.py --seeds 0 1 2 3 4 5 6 7 8 9 --variants mage cumulative --jobs 2
     python benchmarks/learning.py --summarise-only --seeds 0 1 2 3 4 5 6 7 8 9
@@ -123,6 +124,16 @@ PAIRED_WITH["mage-plain"] = "iterations-400"
 ROOT = Path(__file__).resolve().parent.parent
 #: Iterations between a run's checkpoints: a killed benchmark continues each run from its last.
 CHECKPOINT_EVERY = 100
+
+
+def fresh_deals(variant: str) -> bool:
+    """Whether ``variant`` deals afresh every hand (``repeat_instance: false``).
+
+    Example:
+        >>> fresh_deals("fresh-deals-gigpo"), fresh_deals("mage")
+        (True, False)
+    """
+    return not VARIANTS[variant].get("repeat_instance", True)
 
 
 def run_dir(out: str, variant: str, seed: int) -> Path:
@@ -278,7 +289,7 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
             "every_style_80": all(train[s][a]["share"] >= 0.8 for s in seeds for a in TRAINING),
             "seeds_all_90": sum(all(train[s][a]["share"] >= 0.9 for a in TRAINING) for s in seeds),
         }
-        if not VARIANTS[variant].get("repeat_instance", True):
+        if fresh_deals(variant):
             row["fresh_protocol"] = FRESH_PROTOCOL
         if all("bayes" in train[s][a] for s in seeds for a in TRAINING):
             bayes = [np.mean([train[s][a]["bayes"] for a in TRAINING]) for s in seeds]
@@ -288,8 +299,8 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
         reference = PAIRED_WITH.get(variant, "mage")
         if variant == reference or reference not in table:
             continue
-        fresh = not VARIANTS[variant].get("repeat_instance", True)
-        if fresh != (not VARIANTS[reference].get("repeat_instance", True)):
+        fresh = fresh_deals(variant)
+        if fresh != fresh_deals(reference):
             continue  # fresh deals against repeated ones: another ceiling
         if fresh and row.get("fresh_protocol") != table[reference].get("fresh_protocol"):
             continue  # measured under other deals and another evaluation
@@ -368,8 +379,7 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
         cells = [f"{row['heldout_first'][a][0]:+.3f} → {_pm(row['heldout_final'][a])} "
                  f"({row['heldout_share'][a][0]:.2f})" for a in HELDOUT]
         lines.append(f"| {variant} | " + " | ".join(cells) + " |")
-    stale = [v for v, row in table.items()
-             if not VARIANTS[v].get("repeat_instance", True) and row.get("fresh_protocol") != FRESH_PROTOCOL]
+    stale = [v for v, row in table.items() if fresh_deals(v) and row.get("fresh_protocol") != FRESH_PROTOCOL]
     if stale:
         lines += ["", "Fresh-deal rows from earlier releases (" + ", ".join(f"`{v}`" for v in stale) + ") were "
                   "trained before fresh deals followed the seed and evaluated with only the first hand stratified: "

@@ -176,9 +176,8 @@ def evaluate_policy(
 
 def bayes_on_sample(config: TrainConfig, population: dict[str, float], opponents: list[str]) -> dict[str, list[float]]:
     """Per opponent of the population, the Bayes-optimal agent's mean return by episode index
-    on the meta-episodes just evaluated: the same seeds and first instances, so the same
-    deals (a fresh deal follows the seed, not the play) and, against a deterministic
-    archetype, the same sample exactly."""
+    on the meta-episodes just evaluated: the same seeds and stratified instances of every
+    hand, so the same deals and, against a deterministic archetype, the same sample exactly."""
     from mage_envs.oracle import BayesAdaptiveAgent
 
     kwargs = {k: v for k, v in env_kwargs(config).items() if k != "opponent"}

@@ -214,11 +214,12 @@ class _Solver:
                 state, deal, drawn, p = stack.pop()
                 if state.is_terminal():
                     record = (state.information_state_string(seat), self.text.describe_end(state, seat))
+                    if record not in likelihood:   # a new record: name it by the env's summary once
+                        summaries[self.text.summary_line(self.text.private_view(state, seat),
+                                                         self.text.history_lines(state.history(), seat),
+                                                         record[1])] = record
                     likelihood[record][index] += p
                     returns[record][index] += p * state.returns()[seat]
-                    summaries.setdefault(self.text.summary_line(
-                        self.text.private_view(state, seat), self.text.history_lines(state.history(), seat),
-                        record[1]), record)
                 elif state.is_chance_node():
                     stack.append((state.child(deal[drawn]), deal, drawn + 1, p))
                 elif state.current_player() == seat:
@@ -288,8 +289,9 @@ class BayesAdaptiveAgent:
         if state is not self._live:   # a new hand
             if hand == 0:
                 self._belief = self._prior
-            self._plan, self._outcomes = self._solver.choose(seat, _private_state(state, seat),
-                                                             int(info["num_episodes"]) - hand, self._belief)
+            private = self._solver._private(tuple(state.history()), seat)   # its card, before any move
+            self._plan, self._outcomes = self._solver.choose(seat, private, int(info["num_episodes"]) - hand,
+                                                             self._belief)
             self._live = state
         action = self._plan[state.information_state_string(seat)]
         names = {action_id: name for name, action_id in self._env.action_names(state).items()}
@@ -315,12 +317,3 @@ def _has_attribute(env: gym.Env, name: str) -> bool:
         return False
     return True
 
-
-def _private_state(state: pyspiel.State, seat: int) -> str:
-    """``seat``'s information state once the cards are dealt, before any move."""
-    dealt = state.get_game().new_initial_state()
-    for action in state.history():
-        if not dealt.is_chance_node():
-            break
-        dealt.apply_action(action)
-    return dealt.information_state_string(seat)

@@ -10,8 +10,8 @@ from mage_envs.oracle.adaptive import _Solver
 TRAINING = ["conservative", "aggressive", "intermediate"]
 
 
-def _value(population, episodes, seat="random"):
-    return bayes_adaptive_value("kuhn_poker", population, episodes, seat).value
+def _value(population, episodes, seat="random", probe=True):
+    return bayes_adaptive_value("kuhn_poker", population, episodes, seat, probe).value
 
 
 @pytest.mark.parametrize("population", [TRAINING, ["conservative", "maniac"], ["nash", "random", "bluffer"]])
@@ -34,6 +34,17 @@ def test_values_solved_independently():
     assert _value(["random", "bluffer", "calling-station"], 2) == pytest.approx(0.364583, abs=1e-6)
     assert _value({"conservative": 9, "aggressive": 1, "intermediate": 2}, 2) == pytest.approx(0.232639, abs=1e-6)
     assert (_value(TRAINING, 3, 0), _value(TRAINING, 3, 1)) == pytest.approx((0.237654, 0.246914), abs=1e-6)
+
+
+def test_without_probes_it_learns_less_but_not_much_less():
+    # every earlier hand played for its own return: 25/108 in the final hand, 96% of the
+    # probing agent's 0.2402 (probes are worth +0.009 against the training styles)
+    assert _value(TRAINING, 3, probe=False) == pytest.approx(25 / 108, abs=1e-12)
+    assert [_value(TRAINING, k, probe=False) for k in (1, 2, 4)] == pytest.approx([1 / 9, 7 / 36, 1 / 4], abs=1e-12)
+    for k in (2, 3, 4):
+        assert _value(TRAINING, k, probe=False) < _value(TRAINING, k)
+    assert _value(["aggressive"], 3, probe=False) == pytest.approx(
+        best_response_value("kuhn_poker", "aggressive").value, abs=1e-12)
 
 
 def test_more_hands_learn_more_and_never_pass_knowing_the_archetype():
@@ -85,9 +96,12 @@ class _Dealt:
         return self._instances.pop(0)
 
 
-def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env():
+@pytest.mark.parametrize("probe", [True, False])
+def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env(probe):
     """Every sequence of (deal, seat) cells over three hands (12**3, equally likely), forced
-    through the env's deal stream: the agent's mean final hand is the exact Bayes value."""
+    through the env's deal stream: the agent's mean final hand is the exact Bayes value (with
+    or without probes); without probes its first hand is the best non-adaptive play, with
+    them it pays for what it learns."""
     import itertools
 
     import gymnasium as gym
@@ -98,12 +112,12 @@ def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env():
     from mage_envs.oracle.winnable import stratified_instances
 
     cells = stratified_instances("kuhn_poker", 12)
-    finals = {}
+    finals, openers = {}, {}
     for style in TRAINING:
         env = gym.make("mage/KuhnPoker-meta-v0", opponent=style, repeat_instance=False, reflection=False,
                        num_episodes=3)
-        agent = BayesAdaptiveAgent(env, population=TRAINING)
-        returns = []
+        agent = BayesAdaptiveAgent(env, population=TRAINING, probe=probe)
+        returns, opening = [], []
         for first, *later in itertools.product(cells, repeat=3):
             obs, info = env.reset(seed=0, options={"instance": first})
             env.unwrapped._deals = _Dealt(later)
@@ -112,8 +126,13 @@ def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env():
                 obs, _, terminated, truncated, info = env.step(agent(obs, info))
                 done = terminated or truncated
             returns.append(info["episode_returns"][-1])
-        finals[style] = float(np.mean(returns))
-    assert np.mean(list(finals.values())) == pytest.approx(_value(TRAINING, 3), abs=1e-9)
+            opening.append(info["episode_returns"][0])
+        finals[style], openers[style] = float(np.mean(returns)), float(np.mean(opening))
+    assert np.mean(list(finals.values())) == pytest.approx(_value(TRAINING, 3, probe=probe), abs=1e-9)
+    if probe:
+        assert np.mean(list(openers.values())) < _value(TRAINING, 1) - 0.05
+    else:
+        assert np.mean(list(openers.values())) == pytest.approx(_value(TRAINING, 1), abs=1e-9)
     assert finals["aggressive"] > finals["intermediate"]   # its tells are the loudest
 
 

@@ -75,7 +75,7 @@ def supports(game: str) -> bool:
 
 
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
-                         seat: Seat = "random") -> OracleValue:
+                         seat: Seat = "random", probe: bool = True) -> OracleValue:
     """The final episode's expected return of the Bayes-optimal agent that meets an archetype
     drawn from ``population`` (its prior) for ``num_episodes`` fresh-deal episodes, each on a
     seat drawn anew for ``"random"``, sees every earlier episode's record, and is paid for the
@@ -86,17 +86,26 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
     differently between the archetypes. Where an env's memory clips earlier records (many
     episodes), it is an upper bound.
 
+    With ``probe=False`` the agent updates its belief the same way but plays every hand
+    before the last for that hand's own expected return under its belief (it learns only
+    what such play shows); the difference to ``probe=True`` is what probing is worth.
+
     Example:
         >>> round(bayes_adaptive_value("kuhn_poker", ["aggressive"], 3).value, 4)
         0.3333
+        >>> styles = ["conservative", "aggressive", "intermediate"]
+        >>> round(bayes_adaptive_value("kuhn_poker", styles, 3, probe=False).value, 4)
+        0.2315
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     if not supports(game):
         raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
     solver, weights = _solver(game, population, seat)
-    per_archetype = solver.values(num_episodes, tuple(weights))
-    return OracleValue(float(weights @ per_archetype), method="Bayes-optimal adaptive agent (DP over the posterior)")
+    per_archetype = solver.values(num_episodes, tuple(weights), probe)
+    method = "Bayes-optimal adaptive agent (DP over the posterior)" if probe else \
+        "Bayes agent without probes (each earlier hand played for its own return; DP over the posterior)"
+    return OracleValue(float(weights @ per_archetype), method=method)
 
 
 def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, np.ndarray]:
@@ -117,7 +126,7 @@ def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list:
 
 
 class _Solver:
-    """The dynamic programme: ``values(k, weights)`` per archetype with ``k`` episodes left."""
+    """The dynamic programme: ``values(k, weights, probe)`` per archetype with ``k`` episodes left."""
 
     def __init__(self, game: str, opponents: tuple[Opponent, ...], seat_list: tuple[int, ...]) -> None:
         self.game = load_game(game)
@@ -128,31 +137,38 @@ class _Solver:
                            for s in seat_list for private, (p, plans) in self._situations(s).items()}
         self.values = functools.lru_cache(maxsize=None)(self._values)
 
-    def _values(self, left: int, weights: tuple[float, ...]) -> np.ndarray:
+    def _values(self, left: int, weights: tuple[float, ...], probe: bool = True) -> np.ndarray:
         prior = np.asarray(weights)
         total = np.zeros(len(self.opponents))
         for probability, plans in self.situations.values():
-            total += probability * self._best(plans, left, prior)[1]
+            total += probability * self._best(plans, left, prior, probe)[1]
         return total
 
-    def _best(self, plans: list[tuple[Plan, _Outcomes]], left: int, prior: np.ndarray) -> tuple[int, np.ndarray]:
-        """The index of the plan with the best expected final return under ``prior`` (the
-        first among ties) and that return per archetype."""
+    def _best(self, plans: list[tuple[Plan, _Outcomes]], left: int, prior: np.ndarray,
+              probe: bool = True) -> tuple[int, np.ndarray]:
+        """The index of the plan with the best expected final return under ``prior`` (without
+        ``probe``: the best return in this hand; the first among ties) and its expected final
+        return per archetype."""
+        horizon = left if probe else 1
         best, best_value, best_score = -1, np.zeros(len(prior)), -np.inf
         for index, (_, outcomes) in enumerate(plans):
-            per_archetype = self._continuation(outcomes, left, prior)
+            per_archetype = self._continuation(outcomes, horizon, prior, probe)
             score = float(prior @ per_archetype)
             if score > best_score + 1e-12:
                 best, best_value, best_score = index, per_archetype, score
+        if horizon != left:
+            best_value = self._continuation(plans[best][1], left, prior, probe)
         return best, best_value
 
-    def choose(self, seat: int, private: str, left: int, prior: np.ndarray) -> tuple[Plan, _Outcomes]:
+    def choose(self, seat: int, private: str, left: int, prior: np.ndarray,
+               probe: bool = True) -> tuple[Plan, _Outcomes]:
         """The Bayes-optimal plan (and its outcomes) for a hand on ``seat`` with ``private``
-        information, ``left`` hands to go (this one included) and belief ``prior``."""
+        information, ``left`` hands to go (this one included) and belief ``prior``; without
+        ``probe``, the plan best for this hand's own return."""
         _, plans = self.situations[seat, private]
-        return plans[self._best(plans, left, prior)[0]]
+        return plans[self._best(plans, left, prior, probe)[0]]
 
-    def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray) -> np.ndarray:
+    def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray, probe: bool = True) -> np.ndarray:
         """Per archetype, the expected final return after this hand is played by ``outcomes``' plan."""
         if left == 1:
             return sum(outcomes.returns.values(), np.zeros(len(prior)))
@@ -162,7 +178,7 @@ class _Solver:
             if posterior.sum() <= 0:
                 continue
             key = tuple(float(f"{x:.12g}") for x in posterior / posterior.sum())  # tiny values kept
-            out += likelihood * self.values(left - 1, key)
+            out += likelihood * self.values(left - 1, key, probe)
         return out
 
     def _situations(self, seat: int) -> dict[str, tuple[float, list[tuple[Plan, _Outcomes]]]]:
@@ -243,7 +259,8 @@ class BayesAdaptiveAgent:
     record, read from the env's summary of it (what the memory shows: its card, the
     betting, the opponent's card at showdown). It reads its card and information state from
     ``env.unwrapped.state``, never the opponent's card or the archetype. Its mean final-hand
-    return is :func:`bayes_adaptive_value`. Kuhn Poker meta envs with fresh deals.
+    return is :func:`bayes_adaptive_value` (with ``probe=False``, that of ``probe=False``:
+    every hand before the last played for its own return). Kuhn Poker meta envs with fresh deals.
 
     Example:
         >>> import gymnasium as gym, mage_envs
@@ -256,7 +273,7 @@ class BayesAdaptiveAgent:
         True
     """
 
-    def __init__(self, env: gym.Env, population: OpponentSpec | None = None) -> None:
+    def __init__(self, env: gym.Env, population: OpponentSpec | None = None, probe: bool = True) -> None:
         base = env.unwrapped
         game = getattr(base, "game_string", None)
         if not isinstance(base, OpenSpielTextEnv) or not isinstance(game, str) or not supports(game):
@@ -270,6 +287,7 @@ class BayesAdaptiveAgent:
         self._solver, self._prior = _solver(game, base.population if population is None else population,
                                             base.seat_option)
         self._belief = self._prior
+        self._probe = probe
         self._live: pyspiel.State | None = None   # the hand being played (the env builds a state per hand)
         self._plan: Plan = {}
         self._outcomes: _Outcomes | None = None
@@ -291,7 +309,7 @@ class BayesAdaptiveAgent:
                 self._belief = self._prior
             private = self._solver._private(tuple(state.history()), seat)   # its card, before any move
             self._plan, self._outcomes = self._solver.choose(seat, private, int(info["num_episodes"]) - hand,
-                                                             self._belief)
+                                                             self._belief, self._probe)
             self._live = state
         action = self._plan[state.information_state_string(seat)]
         names = {action_id: name for name, action_id in self._env.action_names(state).items()}

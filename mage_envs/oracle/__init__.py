@@ -9,8 +9,9 @@
   ceilings of repeat-instance meta-episodes (the deal known after earlier episodes);
 * :func:`bayes_adaptive_value` — the return ceiling of fresh-deal meta-episodes: the
   Bayes-optimal agent, which learns the archetype from earlier hands (Kuhn Poker);
-* reference agents :class:`RandomLegalAgent`, :class:`BestResponseAgent` and
-  :class:`BayesAdaptiveAgent` (plays :func:`bayes_adaptive_value` in the real env).
+* reference agents :class:`RandomLegalAgent`, :class:`BestResponseAgent`,
+  :class:`BayesAdaptiveAgent` (plays :func:`bayes_adaptive_value` in the real env) and
+  :class:`BayesFinalHand` (another agent's earlier hands, the Bayes agent's final one).
 
 All values are in game units (chips, ±1 per game) before any ``reward_scale``.
 
@@ -22,7 +23,7 @@ Example:
     (0.2778, 0.1111)
 """
 
-from .adaptive import BayesAdaptiveAgent, bayes_adaptive_value
+from .adaptive import BayesAdaptiveAgent, BayesFinalHand, bayes_adaptive_value
 from .agents import BestResponseAgent, RandomLegalAgent
 from .result import OracleValue, Seat
 from .values import (
@@ -37,6 +38,7 @@ from .winnable import instance_optimal_value, winnable_fraction
 
 __all__ = [
     "BayesAdaptiveAgent",
+    "BayesFinalHand",
     "BestResponseAgent",
     "OracleValue",
     "RandomLegalAgent",

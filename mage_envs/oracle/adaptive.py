@@ -135,6 +135,9 @@ class _Solver:
         #: (seat, private information state) -> its probability and its plans with their outcomes
         self.situations = {(s, private): (1.0 / len(seat_list) * p, plans)
                            for s in seat_list for private, (p, plans) in self._situations(s).items()}
+        #: (seat, private) -> per record (named by the env's summary), its likelihood under each
+        #: archetype, whatever the agent played: Bayes' rule on a hand an other agent played
+        self.records = {key: _likelihoods(plans) for key, (_, plans) in self.situations.items()}
         self.values = functools.lru_cache(maxsize=None)(self._values)
 
     def _values(self, left: int, weights: tuple[float, ...], probe: bool = True) -> np.ndarray:
@@ -161,12 +164,12 @@ class _Solver:
         return best, best_value
 
     def choose(self, seat: int, private: str, left: int, prior: np.ndarray,
-               probe: bool = True) -> tuple[Plan, _Outcomes]:
-        """The Bayes-optimal plan (and its outcomes) for a hand on ``seat`` with ``private``
+               probe: bool = True) -> Plan:
+        """The Bayes-optimal plan for a hand on ``seat`` with ``private``
         information, ``left`` hands to go (this one included) and belief ``prior``; without
         ``probe``, the plan best for this hand's own return."""
         _, plans = self.situations[seat, private]
-        return plans[self._best(plans, left, prior, probe)[0]]
+        return plans[self._best(plans, left, prior, probe)[0]][0]
 
     def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray, probe: bool = True) -> np.ndarray:
         """Per archetype, the expected final return after this hand is played by ``outcomes``' plan."""
@@ -248,6 +251,17 @@ class _Solver:
         return _Outcomes(dict(likelihood), dict(returns), summaries)
 
 
+def _likelihoods(plans: list[tuple[Plan, _Outcomes]]) -> dict[str, np.ndarray]:
+    """Every record some plan can end in, by summary, with its likelihood per archetype: the
+    chance and opponent moves that lead to it (the agent's own moves, the same under every
+    archetype, drop out of the posterior; every plan that can end there gives this vector)."""
+    found: dict[str, np.ndarray] = {}
+    for _, outcomes in plans:
+        for summary, record in outcomes.summaries.items():
+            found.setdefault(summary, outcomes.likelihood[record])
+    return found
+
+
 class BayesAdaptiveAgent:
     """The Bayes-optimal agent of fresh-deal meta-episodes, played through the text interface.
 
@@ -290,7 +304,7 @@ class BayesAdaptiveAgent:
         self._probe = probe
         self._live: pyspiel.State | None = None   # the hand being played (the env builds a state per hand)
         self._plan: Plan = {}
-        self._outcomes: _Outcomes | None = None
+        self._hand: tuple[int, str] | None = None   # its (seat, private card) until its record is read
 
     @property
     def belief(self) -> np.ndarray:
@@ -299,7 +313,7 @@ class BayesAdaptiveAgent:
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         finished = info if reflecting(info) else info.get("finished_episode_info")
-        if finished is not None and self._outcomes is not None:
+        if finished is not None and self._hand is not None:
             self._learn(str(finished["summary"]))
         if reflecting(info):
             return REFLECTION
@@ -308,23 +322,22 @@ class BayesAdaptiveAgent:
             if hand == 0:
                 self._belief = self._prior
             private = self._solver._private(tuple(state.history()), seat)   # its card, before any move
-            self._plan, self._outcomes = self._solver.choose(seat, private, int(info["num_episodes"]) - hand,
-                                                             self._belief, self._probe)
-            self._live = state
+            self._plan = self._solver.choose(seat, private, int(info["num_episodes"]) - hand, self._belief, self._probe)
+            self._live, self._hand = state, (seat, private)
         action = self._plan[state.information_state_string(seat)]
         names = {action_id: name for name, action_id in self._env.action_names(state).items()}
         return answer(names[action])
 
     def _learn(self, summary: str) -> None:
         """Bayes' rule on the finished hand's record (named by its summary)."""
-        assert self._outcomes is not None
-        record = self._outcomes.summaries.get(summary)   # listed: possible under some archetype
-        posterior = None if record is None else self._belief * self._outcomes.likelihood[record]
+        assert self._hand is not None
+        likelihood = self._solver.records[self._hand].get(summary)   # listed: possible under some archetype
+        posterior = None if likelihood is None else self._belief * likelihood
         if posterior is None or posterior.sum() <= 0:
             raise ValueError(f"BayesAdaptiveAgent: {summary!r} is impossible under every archetype of its belief "
                              "(is the opponent in the population it was given?)")
         self._belief = posterior / posterior.sum()
-        self._outcomes = None
+        self._hand = None
 
 
 def _has_attribute(env: gym.Env, name: str) -> bool:
@@ -335,3 +348,37 @@ def _has_attribute(env: gym.Env, name: str) -> bool:
         return False
     return True
 
+
+
+class BayesFinalHand:
+    """``agent`` plays every hand but the last; a :class:`BayesAdaptiveAgent` watches those
+    hands (Bayes' rule on each record, whoever played it) and plays the last one as the
+    best response to its posterior.
+
+    Against ``agent``'s own final hand it separates two shortfalls: what ``agent`` leaves
+    unread of what its earlier hands showed (this agent's final hand minus ``agent``'s),
+    and what those hands did not show (the Bayes agent's minus this one's). Reflection
+    prompts go to ``agent``.
+
+    Example:
+        >>> import gymnasium as gym, mage_envs
+        >>> from mage_envs.oracle.agents import RandomLegalAgent
+        >>> env = gym.make("mage/KuhnPoker-meta-v0", opponent="aggressive", repeat_instance=False,
+        ...                reflection=False, num_episodes=3)
+        >>> agent = BayesFinalHand(RandomLegalAgent(seed=0), env, ["conservative", "aggressive", "intermediate"])
+        >>> obs, info = env.reset(seed=0)
+        >>> while not info.get("meta_done"):
+        ...     obs, reward, terminated, truncated, info = env.step(agent(obs, info))
+        >>> len(info["episode_returns"])
+        3
+    """
+
+    def __init__(self, agent: Any, env: gym.Env, population: OpponentSpec | None = None) -> None:
+        self.agent = agent
+        self.bayes = BayesAdaptiveAgent(env, population)
+
+    def __call__(self, observation: str, info: dict[str, Any]) -> str:
+        own = self.bayes(observation, info)   # it follows every hand and reads every record
+        if reflecting(info) or int(info["episode_index"]) < int(info["num_episodes"]) - 1:
+            return str(self.agent(observation, info))
+        return own

@@ -265,3 +265,30 @@ def test_fresh_deal_rows_of_another_protocol_are_not_paired_with_todays():
     assert "paired" not in table["fresh-deals-900"]
     assert "paired" in learning.summarise([{"variant": "fresh-deals", "seed": 0, "report": fresh(0.1)}],
                                           earlier)["fresh-deals-900"]
+
+
+def test_reading_splits_the_final_hands_shortfall_of_a_fresh_deal_run(tmp_path):
+    pytest.importorskip("torch")
+    from mage_agent.cli import evaluate_policy
+    from mage_agent.config import TrainConfig, apply_overrides
+    from mage_agent.trainer import Trainer
+
+    run = tmp_path / "fresh-deals-s0"
+    config = apply_overrides(TrainConfig(), {"repeat_instance": False, "iterations": 1, "eval_meta_episodes": 12,
+                                             "checkpoint_every": 1, "tensorboard": False, "output_dir": str(run)})
+    trainer = Trainer(config, progress=False)
+    trainer.train()
+    styles = ["conservative", "aggressive", "intermediate"]
+    evaluate_policy(trainer.policy, config, run / "eval.json", "trained", progress=False, verbose=False,
+                    opponents=styles)
+    results = tmp_path / "reading.json"
+    command = [sys.executable, str(SCRIPT.parent / "reading.py"), str(run), "--results", str(results)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    row = json.loads(results.read_text())["fresh-deals-s0"]
+    report = json.loads((run / "eval.json").read_text())
+    assert row["model"] == pytest.approx(np.mean([report["opponents"][s]["mean_return_by_episode"][-1] for s in styles]))
+    assert row["bayes"] == pytest.approx(np.mean([report["bayes_by_episode"][s][-1] for s in styles]))
+    assert -2 <= row["watcher"] <= 2 and "unread" in done.stdout
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)   # read back, not played again
+    assert again.returncode == 0 and json.loads(results.read_text())["fresh-deals-s0"] == row

@@ -1,12 +1,13 @@
 """Where a fresh-deal agent falls short: what its early hands show, or how it reads them.
 
 For each trained run (a fresh-deal Kuhn Poker run: ``repeat_instance: false``), the final
-checkpoint plays the run's own evaluation again (the same seeds and stratified deals, the
-training styles), but behind :class:`~mage_envs.oracle.BayesFinalHand`: the model plays
-every hand but the last, the Bayes agent watches and plays the last as the best response
-to what those hands showed. Beside the model's own final hand (its ``eval.json``) and the
-Bayes-optimal agent's on the same meta-episodes (``bayes_by_episode``), that splits the
-shortfall in two:
+checkpoint plays the run's evaluation twice more (the same seeds and stratified deals, the
+training styles), one meta-episode at a time with the same sampling seeds: once alone, once
+behind :class:`~mage_envs.oracle.BayesFinalHand`, where the Bayes agent watches the model's
+early hands and plays the last as the best response to what they showed. The early hands
+of the two are the same (their first hands are checked equal), so the final hands compare
+meta-episode by meta-episode. Beside the Bayes-optimal agent's own final hand on the same
+meta-episodes (``bayes_by_episode`` in ``eval.json``), that splits the shortfall in two:
 
 * **unread**: the watcher's final hand minus the model's: what the model's own early hands
   showed and its final hand did not use;
@@ -35,32 +36,39 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def read_run(run: Path) -> dict[str, float]:
-    """The model's, the watcher's and the Bayes agent's final hands in ``run``'s evaluation,
-    each the mean over the training styles."""
+    """The model's, the watcher's and the Bayes agent's final hands (and the first two's first
+    hands) in ``run``'s evaluation, each the mean over the training styles."""
     report = json.loads((run / "eval.json").read_text())
+    if "bayes_by_episode" not in report:
+        raise SystemExit(f"{run}: not a fresh-deal Kuhn Poker run whose memory shows earlier hands "
+                         "(its eval.json has no bayes_by_episode)")
     meta_episodes = next(iter(report["opponents"].values()))["meta_episodes"]
     config, eval_config, checkpoint = evaluation_config(run, meta_episodes)
-    if config.env.repeat_instance:
-        raise SystemExit(f"{run}: a repeated-deal run (the deal-known play is its ceiling, not the Bayes agent)")
     population = population_of(eval_config)
     styles = [name for name in report["opponents"] if name in population]
     policy = build_policy(config, run, checkpoint)
 
-    def watcher(env):
-        agent = PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
-                            seed=config.run.eval_seed, answer_prefix=config.rollout.answer_prefix,
-                            answer_question=config.rollout.answer_question)
-        return BayesFinalHand(agent, env, population)
+    def model(env: object) -> PolicyAgent:   # one per opponent, seeded alike in both evaluations
+        return PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
+                           seed=config.run.eval_seed, answer_prefix=config.rollout.answer_prefix,
+                           answer_question=config.rollout.answer_question)
 
     kwargs = {k: v for k, v in env_kwargs(eval_config).items() if k != "opponent"}
-    watched = evaluate(None, config.env.env_id, opponents=styles, meta_episodes=meta_episodes, seed=report["seed"],
-                       env_kwargs=kwargs, oracle=False, progress=False, agent_name="bayes-final-hand",
-                       make_agent=watcher)
+    alone, watched = (
+        evaluate(None, config.env.env_id, opponents=styles, meta_episodes=meta_episodes, seed=report["seed"],
+                 env_kwargs=kwargs, oracle=False, progress=False, agent_name=name, make_agent=make)
+        for name, make in (("policy", model), ("bayes-final-hand", lambda env: BayesFinalHand(model(env), env,
+                                                                                              population))))
+
+    def mean(result_of, episode: int) -> float:
+        return float(np.mean([result_of(s)[episode] for s in styles]))
+
     return {
-        "model": float(np.mean([report["opponents"][s]["mean_return_by_episode"][-1] for s in styles])),
-        "watcher": float(np.mean([watched.opponents[s].mean_return_by_episode[-1] for s in styles])),
-        "bayes": float(np.mean([report["bayes_by_episode"][s][-1] for s in styles])),
-        "model_first": float(np.mean([report["opponents"][s]["mean_return_by_episode"][0] for s in styles])),
+        "model": mean(lambda s: alone.opponents[s].mean_return_by_episode, -1),
+        "watcher": mean(lambda s: watched.opponents[s].mean_return_by_episode, -1),
+        "bayes": mean(lambda s: report["bayes_by_episode"][s], -1),
+        "model_first": mean(lambda s: alone.opponents[s].mean_return_by_episode, 0),
+        "watcher_first": mean(lambda s: watched.opponents[s].mean_return_by_episode, 0),
     }
 
 
@@ -79,6 +87,8 @@ def main() -> None:
         print(f"{run.name:<28} model {row['model']:+.3f}  watcher {row['watcher']:+.3f}  bayes {row['bayes']:+.3f}"
               f"  unread {row['watcher'] - row['model']:+.3f}  unshown {row['bayes'] - row['watcher']:+.3f}")
     rows = [table[run.name] for run in args.runs]
+    if unpaired := [run.name for run, row in zip(args.runs, rows) if row["model_first"] != row["watcher_first"]]:
+        raise SystemExit(f"the model's early hands differ behind the watcher in {', '.join(unpaired)}")
     for name, values in (("model", [r["model"] for r in rows]), ("watcher", [r["watcher"] for r in rows]),
                          ("bayes", [r["bayes"] for r in rows]),
                          ("unread", [r["watcher"] - r["model"] for r in rows]),

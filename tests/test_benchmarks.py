@@ -1,6 +1,7 @@
 """The benchmarks run end to end on a tiny budget (their numbers live in docs)."""
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -287,8 +288,10 @@ def test_reading_splits_the_final_hands_shortfall_of_a_fresh_deal_run(tmp_path):
     assert done.returncode == 0, done.stderr[-3000:]
     row = json.loads(results.read_text())["fresh-deals-s0"]
     report = json.loads((run / "eval.json").read_text())
-    assert row["model"] == pytest.approx(np.mean([report["opponents"][s]["mean_return_by_episode"][-1] for s in styles]))
     assert row["bayes"] == pytest.approx(np.mean([report["bayes_by_episode"][s][-1] for s in styles]))
+    assert row["model_first"] == row["watcher_first"]   # the same early hands, alone and watched
     assert -2 <= row["watcher"] <= 2 and "unread" in done.stdout
-    again = subprocess.run(command, capture_output=True, text=True, timeout=300)   # read back, not played again
-    assert again.returncode == 0 and json.loads(results.read_text())["fresh-deals-s0"] == row
+    shutil.rmtree(run / "checkpoints")   # read back, not played again (which would need the model)
+    again = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert json.loads(results.read_text())["fresh-deals-s0"] == row

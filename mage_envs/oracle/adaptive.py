@@ -25,7 +25,7 @@ import functools
 import itertools
 from collections import defaultdict
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 import numpy as np
@@ -148,7 +148,7 @@ class _Solver:
         return total
 
     def _best(self, plans: list[tuple[Plan, _Outcomes]], left: int, prior: np.ndarray,
-              probe: bool = True) -> tuple[int, np.ndarray]:
+              probe: bool) -> tuple[int, np.ndarray]:
         """The index of the plan with the best expected final return under ``prior`` (without
         ``probe``: the best return in this hand; the first among ties) and its expected final
         return per archetype."""
@@ -171,7 +171,7 @@ class _Solver:
         _, plans = self.situations[seat, private]
         return plans[self._best(plans, left, prior, probe)[0]][0]
 
-    def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray, probe: bool = True) -> np.ndarray:
+    def _continuation(self, outcomes: _Outcomes, left: int, prior: np.ndarray, probe: bool) -> np.ndarray:
         """Per archetype, the expected final return after this hand is played by ``outcomes``' plan."""
         if left == 1:
             return sum(outcomes.returns.values(), np.zeros(len(prior)))
@@ -314,7 +314,10 @@ class BayesAdaptiveAgent:
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         finished = info if reflecting(info) else info.get("finished_episode_info")
         if finished is not None and self._hand is not None:
-            self._learn(str(finished["summary"]))
+            if finished.get("forfeit"):   # cut short by an invalid answer (another agent's): read as nothing
+                self._hand = None
+            else:
+                self._learn(str(finished["summary"]))
         if reflecting(info):
             return REFLECTION
         state, seat, hand = self._env.state, int(info["seat"]), int(info["episode_index"])
@@ -349,7 +352,6 @@ def _has_attribute(env: gym.Env, name: str) -> bool:
     return True
 
 
-
 class BayesFinalHand:
     """``agent`` plays every hand but the last; a :class:`BayesAdaptiveAgent` watches those
     hands (Bayes' rule on each record, whoever played it) and plays the last one as the
@@ -357,8 +359,13 @@ class BayesFinalHand:
 
     Against ``agent``'s own final hand it separates two shortfalls: what ``agent`` leaves
     unread of what its earlier hands showed (this agent's final hand minus ``agent``'s),
-    and what those hands did not show (the Bayes agent's minus this one's). Reflection
-    prompts go to ``agent``.
+    and what those hands did not show (the Bayes agent's minus this one's). ``agent`` is
+    asked every question, the final hand's too, and only its final-hand answers are
+    replaced, so a seeded ``agent`` plays the same early hands here as on its own. Reflection
+    prompts go to ``agent``. A hand that ``agent`` forfeits (an invalid answer) is read as
+    showing nothing. ``population`` is the watcher's prior (default: the env's, which for an
+    env made for one opponent is that opponent: pass the population when evaluating one
+    opponent at a time).
 
     Example:
         >>> import gymnasium as gym, mage_envs
@@ -373,12 +380,13 @@ class BayesFinalHand:
         3
     """
 
-    def __init__(self, agent: Any, env: gym.Env, population: OpponentSpec | None = None) -> None:
+    def __init__(self, agent: Callable[[str, dict[str, Any]], str], env: gym.Env,
+                 population: OpponentSpec | None = None) -> None:
         self.agent = agent
         self.bayes = BayesAdaptiveAgent(env, population)
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
-        own = self.bayes(observation, info)   # it follows every hand and reads every record
-        if reflecting(info) or int(info["episode_index"]) < int(info["num_episodes"]) - 1:
-            return str(self.agent(observation, info))
-        return own
+        theirs = self.agent(observation, info)
+        ours = self.bayes(observation, info)   # it follows every hand (its own plan) and reads every record
+        final = not reflecting(info) and int(info["episode_index"]) == int(info["num_episodes"]) - 1
+        return ours if final else theirs

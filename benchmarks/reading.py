@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any, Callable
 
 import numpy as np
 from learning import evaluation_config, mean_ci  # benchmarks/learning.py: the script's folder is on sys.path
@@ -33,6 +34,25 @@ from mage_envs.evaluation import evaluate
 from mage_envs.oracle import BayesFinalHand
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+class MetaEpisodeSeeded:
+    """An agent whose sampling seeds start afresh with every meta-episode (the ``j``-th from
+    ``seed + j``): its early hands are then the same whatever its final hand did, which the
+    watcher replaces (a final hand of other length would shift a running seed stream)."""
+
+    def __init__(self, make: Callable[[int], PolicyAgent], seed: int) -> None:
+        self.make, self.seed = make, seed
+        self.agent: PolicyAgent | None = None
+        self.last_index: int | None = None
+
+    def __call__(self, observation: str, info: dict[str, Any]) -> str:
+        index = int(info["episode_index"])
+        if self.agent is None or (index == 0 and self.last_index != 0):   # a new meta-episode
+            self.agent = self.make(self.seed)
+            self.seed += 1
+        self.last_index = index
+        return self.agent(observation, info)
 
 
 def read_run(run: Path) -> dict[str, float]:
@@ -48,10 +68,11 @@ def read_run(run: Path) -> dict[str, float]:
     styles = [name for name in report["opponents"] if name in population]
     policy = build_policy(config, run, checkpoint)
 
-    def model(env: object) -> PolicyAgent:   # one per opponent, seeded alike in both evaluations
-        return PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
-                           seed=config.run.eval_seed, answer_prefix=config.rollout.answer_prefix,
-                           answer_question=config.rollout.answer_question)
+    def model(env: object) -> MetaEpisodeSeeded:   # one per opponent, seeded alike in both evaluations
+        return MetaEpisodeSeeded(lambda seed: PolicyAgent(
+            policy, sampling_of(config), action_tokens=config.rollout.action_tokens, seed=seed,
+            answer_prefix=config.rollout.answer_prefix, answer_question=config.rollout.answer_question),
+            config.run.eval_seed)
 
     kwargs = {k: v for k, v in env_kwargs(eval_config).items() if k != "opponent"}
     alone, watched = (

@@ -24,8 +24,9 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   less across hands (``gamma_traj`` 0.9: the final hand weighs 0.81 of an early hand's
   return instead of 0.36, so probing pays more), ``fresh-deals-dynamic`` DAPO's dynamic
   sampling, ``fresh-deals-constant-entropy`` a constant entropy weight (exploration kept to
-  the end), ``fresh-deals-return-std`` advantages divided by the std of each archetype's
-  returns (each paired with ``fresh-deals``);
+  the end), ``fresh-deals-entropy-hold`` the entropy weight held for 70% of the run, then
+  decayed linearly (exploration, then a sharp final policy), ``fresh-deals-return-std``
+  advantages divided by the std of each archetype's returns (each paired with ``fresh-deals``);
 * ``stakes``, ``stakes-std``, ``stakes-global`` — reward scales that differ tenfold between
   archetypes (``reward_weights``: ``aggressive`` is played for ten times the stakes), under the
   default mean-only advantages, per-archetype mean and std, and batch-wide mean and std (the
@@ -96,6 +97,7 @@ VARIANTS: dict[str, dict] = {
     "fresh-deals-dynamic": {"repeat_instance": False, "dynamic_sampling": True},
     "fresh-deals-constant-entropy": {"repeat_instance": False, "entropy_schedule": "constant"},
     "fresh-deals-return-std": {"repeat_instance": False, "std_normalize": True, "std_of": "returns"},
+    "fresh-deals-entropy-hold": {"repeat_instance": False, "entropy_hold": 0.7},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
@@ -108,7 +110,8 @@ FRESH_PROTOCOL = 2
 #: The variant each is compared with, seed by seed (the default unless named here).
 PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-std")}
 PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final", "gigpo", "gamma-0.9",
-                                                                      "dynamic", "constant-entropy", "return-std")})
+                                                                      "dynamic", "constant-entropy", "return-std",
+                                                                      "entropy-hold")})
 #: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
 #: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as

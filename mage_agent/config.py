@@ -167,6 +167,9 @@ class AlgoConfig:
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_schedule: Schedule = field(default="linear", metadata={
         "help": "the entropy weight over the run: constant, or decayed linearly / by a cosine to 0 by the end"})
+    entropy_hold: float = field(default=0.0, metadata={
+        "help": "share of the run the entropy weight is held at entropy_coef before entropy_schedule starts "
+                "(0: from the first iteration; in [0, 1))"})
     epochs: int = field(default=2, metadata={"help": "passes over each iteration's batch"})
     minibatch_size: int = field(default=256, metadata={"help": "turns per optimizer step (split between processes)"})
     micro_batch_size: int = field(default=0, metadata={
@@ -241,6 +244,8 @@ class TrainConfig:
                 continue  # a YAML file's `seat: 0` (an int) means "0"
             if choices is not None and value not in choices:
                 raise _choice_error(name, value, choices)
+        if not 0 <= self.algo.entropy_hold < 1:
+            raise ValueError(f"entropy_hold must be in [0, 1), got {self.algo.entropy_hold}")
         if not (0 <= self.algo.clip < 1 and self.algo.clip_high >= 0):
             raise ValueError("clip must be in [0, 1) and clip_high >= 0")
         if self.rollout.group_size < 2:

@@ -414,7 +414,8 @@ class Trainer:
 
     def _entropy_coef(self, iteration: int) -> float:
         algo = self.config.algo
-        return algo.entropy_coef * decay(algo.entropy_schedule, iteration / max(self.config.run.iterations, 1))
+        progress = iteration / max(self.config.run.iterations, 1)
+        return algo.entropy_coef * decay(algo.entropy_schedule, (progress - algo.entropy_hold) / (1 - algo.entropy_hold))
 
     def _tensorboard(self):
         try:

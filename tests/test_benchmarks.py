@@ -295,3 +295,14 @@ def test_reading_splits_the_final_hands_shortfall_of_a_fresh_deal_run(tmp_path):
     again = subprocess.run(command, capture_output=True, text=True, timeout=300)
     assert again.returncode == 0, again.stderr[-3000:]
     assert json.loads(results.read_text())["fresh-deals-s0"] == row
+
+
+def test_the_fresh_deal_config_file_is_the_benchmarked_variant():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    from mage_agent.config import TrainConfig, apply_overrides, load_config
+
+    shipped = load_config(SCRIPT.parent.parent / "examples" / "fresh_deals.yaml")
+    assert shipped == apply_overrides(TrainConfig(), learning.VARIANTS["fresh-deals-constant-entropy"])
+    assert shipped != TrainConfig() and not shipped.env.repeat_instance

@@ -96,6 +96,7 @@ def test_refill_drops_groups_whose_advantages_are_all_zero(tmp_path):
     {"clip_high": 0.28, "loss_aggregation": "sequence"},
     {"group_opponents": "mixed", "scope": "global", "std_normalize": True},
     {"entropy_schedule": "cosine", "reward_weights": {"aggressive": 4.0}, "std_normalize": True, "std_of": "returns"},
+    {"entropy_hold": 0.5},
     {"packed_forward": False},
 ])
 def test_resume_stays_bit_identical_with_each_option(tmp_path, train_until_killed, options):
@@ -126,6 +127,8 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     ({"clip_high": -0.1}, "clip_high"),
     ({"max_sampling_draws": 0}, "max_sampling_draws"),
     ({"entropy_schedule": "exponential"}, "entropy_schedule"),
+    ({"entropy_hold": 1.0}, "entropy_hold"),
+    ({"entropy_hold": -0.1}, "entropy_hold"),
     ({"std_of": "rewards"}, "std_of"),
     ({"reward_weights": {"aggressive": 0.0}}, "reward_weights must be positive"),
 ])
@@ -148,9 +151,12 @@ def test_dynamic_sampling_is_refused_under_several_processes(tmp_path):
     ("constant", [0.1, 0.1, 0.1, 0.1]),
     ("linear", [0.1, 0.075, 0.05, 0.025]),             # iteration i of 4: 0.1 * (1 - i / 4)
     ("cosine", [0.1 * (1 + math.cos(math.pi * i / 4)) / 2 for i in range(4)]),
+    ("hold", [0.1, 0.1, 0.1, 0.05]),                    # held for half the run, then linear over the rest
 ])
 def test_entropy_weight_follows_its_schedule_and_is_logged(tmp_path, schedule, expected):
-    trainer = Trainer(run_config(tmp_path, schedule, entropy_coef=0.1, entropy_schedule=schedule), progress=False)
+    options = {"entropy_schedule": "linear", "entropy_hold": 0.5} if schedule == "hold" else {
+        "entropy_schedule": schedule}
+    trainer = Trainer(run_config(tmp_path, schedule, entropy_coef=0.1, **options), progress=False)
     trainer.train()
     assert [m["entropy_coef"] for m in trainer.history] == pytest.approx(expected)
 

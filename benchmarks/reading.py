@@ -29,7 +29,7 @@ import numpy as np
 from learning import evaluation_config, mean_ci  # benchmarks/learning.py: the script's folder is on sys.path
 
 from mage_agent.agents import PolicyAgent
-from mage_agent.build import build_policy, env_kwargs, population_of, sampling_of
+from mage_agent.build import build_policy, env_kwargs, policy_agent, population_of
 from mage_envs.evaluation import evaluate
 from mage_envs.oracle import BayesFinalHand
 
@@ -69,10 +69,7 @@ def read_run(run: Path) -> dict[str, float]:
     policy = build_policy(config, run, checkpoint)
 
     def model(env: object) -> MetaEpisodeSeeded:   # one per opponent, seeded alike in both evaluations
-        return MetaEpisodeSeeded(lambda seed: PolicyAgent(
-            policy, sampling_of(config), action_tokens=config.rollout.action_tokens, seed=seed,
-            answer_prefix=config.rollout.answer_prefix, answer_question=config.rollout.answer_question),
-            config.run.eval_seed)
+        return MetaEpisodeSeeded(lambda seed: policy_agent(policy, config, seed), config.run.eval_seed)
 
     kwargs = {k: v for k, v in env_kwargs(eval_config).items() if k != "opponent"}
     alone, watched = (

@@ -21,6 +21,7 @@ from mage_envs import InvalidActionPolicy
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
+from .agents import PolicyAgent
 from .config import DTYPES, TrainConfig, did_you_mean
 from .packing import supports
 from .policy import LoraSettings, Policy, Sampling, default_dtype
@@ -132,6 +133,21 @@ def sampling_of(config: TrainConfig) -> Sampling:
     return Sampling(temperature=rollout.temperature, top_p=rollout.top_p, top_k=rollout.top_k,
                     max_new_tokens=rollout.max_new_tokens, batch_size=rollout.generation_batch_size,
                     stop=tuple(rollout.stop))
+
+
+def policy_agent(policy: Policy, config: TrainConfig, seed: int, name: str = "policy") -> PolicyAgent:
+    """The agent that plays ``policy`` as the run does: its sampling, action tokens and
+    answer prefix (evaluation and benchmarks build it so).
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> tok = build_tokenizer(["check bet"])
+        >>> policy_agent(Policy(build_model(tok), tok), TrainConfig(), seed=0).name
+        'policy'
+    """
+    rollout = config.rollout
+    return PolicyAgent(policy, sampling_of(config), action_tokens=rollout.action_tokens, seed=seed, name=name,
+                       answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question)
 
 
 def population_of(config: TrainConfig) -> dict[str, float]:

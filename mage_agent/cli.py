@@ -28,7 +28,7 @@ from mage_envs.registration import game_of
 from mage_envs.transcripts import start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
-from .build import build_policy, env_kwargs, population_of, sampling_of
+from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
@@ -119,9 +119,7 @@ def evaluate_policy(
     from mage_envs.oracle.adaptive import supports
 
     if agent is None:
-        agent = PolicyAgent(policy, sampling_of(config), action_tokens=config.rollout.action_tokens,
-                            seed=config.run.eval_seed, name=name, answer_prefix=config.rollout.answer_prefix,
-                            answer_question=config.rollout.answer_question)
+        agent = policy_agent(policy, config, config.run.eval_seed, name)
     kwargs = env_kwargs(config)
     report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                       meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,

@@ -163,8 +163,7 @@ class _Solver:
             best_value = self._continuation(plans[best][1], left, prior, probe)
         return best, best_value
 
-    def choose(self, seat: int, private: str, left: int, prior: np.ndarray,
-               probe: bool = True) -> Plan:
+    def choose(self, seat: int, private: str, left: int, prior: np.ndarray, probe: bool) -> Plan:
         """The Bayes-optimal plan for a hand on ``seat`` with ``private``
         information, ``left`` hands to go (this one included) and belief ``prior``; without
         ``probe``, the plan best for this hand's own return."""

@@ -98,6 +98,7 @@ VARIANTS: dict[str, dict] = {
     "fresh-deals-constant-entropy": {"repeat_instance": False, "entropy_schedule": "constant"},
     "fresh-deals-return-std": {"repeat_instance": False, "std_normalize": True, "std_of": "returns"},
     "fresh-deals-entropy-hold": {"repeat_instance": False, "entropy_hold": 0.7},
+    "fresh-deals-entropy-hold-1200": {"repeat_instance": False, "entropy_hold": 0.7, "iterations": 1200},
     "stakes": {"reward_weights": STAKES},
     "stakes-std": {"reward_weights": STAKES, "std_normalize": True},
     "stakes-global": {"reward_weights": STAKES, "std_normalize": True, "scope": "global", "group_opponents": "mixed"},
@@ -112,6 +113,7 @@ PAIRED_WITH = {f"stakes-{name}": "stakes" for name in ("std", "global", "return-
 PAIRED_WITH.update({f"fresh-deals-{name}": "fresh-deals" for name in ("cumulative", "900", "final", "gigpo", "gamma-0.9",
                                                                       "dynamic", "constant-entropy", "return-std",
                                                                       "entropy-hold")})
+PAIRED_WITH["fresh-deals-entropy-hold-1200"] = "fresh-deals-entropy-hold"
 #: The default's length before it became 600 iterations.
 VARIANTS["iterations-400"] = {"iterations": 400}
 #: Runs made before the packed forward became the default, at 400 iterations (or their own), kept as

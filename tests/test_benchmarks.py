@@ -304,5 +304,5 @@ def test_the_fresh_deal_config_file_is_the_benchmarked_variant():
     from mage_agent.config import TrainConfig, apply_overrides, load_config
 
     shipped = load_config(SCRIPT.parent.parent / "examples" / "fresh_deals.yaml")
-    assert shipped == apply_overrides(TrainConfig(), learning.VARIANTS["fresh-deals-entropy-hold"])
+    assert shipped == apply_overrides(TrainConfig(), learning.VARIANTS["fresh-deals-entropy-hold-1200"])
     assert shipped != TrainConfig() and not shipped.env.repeat_instance

@@ -358,7 +358,7 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     base = lm.model
     hidden = base.embed_tokens(inputs.ids)
     cos, sin = base.rotary_emb(hidden, inputs.positions)
-    sin = _signed(sin)
+    signed_sin = _signed(sin)
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
@@ -366,7 +366,7 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     for number, layer in enumerate(base.layers):
         attention = layer.self_attn
         x = _norm(layer.input_layernorm, hidden)
-        key = _rope(_heads(attention.k_proj(x), attention.head_dim), cos, sin)
+        key = _rope(_heads(attention.k_proj(x), attention.head_dim), cos, signed_sin)
         value = _heads(attention.v_proj(x), attention.head_dim)
         present.append((key, value))
         if past is not None:
@@ -375,10 +375,10 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
         if number == len(base.layers) - 1:   # only the query positions are read from here on
             if not len(inputs.reads):
                 return None, present
-            hidden, x, cos, sin = (take(t, inputs.queries) for t in (hidden, x, cos, sin))
+            hidden, x, cos, signed_sin = (take(t, inputs.queries) for t in (hidden, x, cos, signed_sin))
             key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
             mask = _mask(inputs.query_positions, width, None if past is None else past.valid.index_select(0, inputs.reads))
-        query = _rope(_heads(attention.q_proj(x), attention.head_dim), cos, sin)
+        query = _rope(_heads(attention.q_proj(x), attention.head_dim), cos, signed_sin)
         attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
                                              value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)
         hidden = hidden + attention.o_proj(attended.reshape(*attended.shape[:2], -1))

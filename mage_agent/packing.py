@@ -25,6 +25,7 @@ Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
@@ -310,25 +311,46 @@ class _Inputs:
                                              queries, real)))
 
 
-def _rope(x: torch.Tensor, cos: torch.Tensor, signed_sin: torch.Tensor) -> torch.Tensor:
-    """Rotary embedding of ``(batch, width, heads, head dim)`` states, equal to the last bit
-    to transformers' Llama (``x * cos + rotate_half(x) * sin``): ``rotate_half(x) * sin`` is
-    the halves swapped (a roll, whose gradient is a roll) times ``sin`` with its first half
-    negated (:func:`_signed`), without the slices and the negation that cost as much again.
+@functools.cache
+def _interleaved(heads: int, head_dim: int, device: torch.device | None = None) -> torch.Tensor:
+    """The order of a projection's outputs that puts each head's halves side by side,
+    ``(x[0], x[half], x[1], x[half + 1], ...)``: the pairs that the rotary embedding turns
+    together, adjacent, so that they read as complex numbers.
 
     Example:
-        >>> from transformers.models.llama.modeling_llama import rotate_half
-        >>> x, cos, sin = torch.randn(2, 5, 3, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 8)
-        >>> torch.equal(_rope(x, cos, _signed(sin)), x * cos[:, :, None] + rotate_half(x) * sin[:, :, None])
+        >>> _interleaved(2, 4).tolist()
+        [0, 2, 1, 3, 4, 6, 5, 7]
+    """
+    half = head_dim // 2
+    one = torch.arange(head_dim).view(2, half).t().flatten()
+    return (one + head_dim * torch.arange(heads)[:, None]).flatten().to(device)
+
+
+def _rotated(projection: torch.nn.Module, x: torch.Tensor, head_dim: int, turn: torch.Tensor) -> torch.Tensor:
+    """``projection(x)`` split into heads, its outputs interleaved (:func:`_interleaved`) and
+    turned by the rotary embedding: one complex product by ``turn = cos + i sin``
+    ``(batch, width, head dim / 2)`` instead of transformers' ``x * cos + rotate_half(x) *
+    sin`` (four passes over the states, and as many back). Queries and keys are interleaved
+    alike, so their dot products (attention) are the same sums in another order.
+
+    Example:
+        >>> from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
+        >>> projection, x, angle = torch.nn.Linear(8, 8, bias=False), torch.randn(2, 5, 8), torch.randn(2, 5, 2)
+        >>> cos, sin = angle.cos().repeat(1, 1, 2), angle.sin().repeat(1, 1, 2)
+        >>> ours = _rotated(projection, x, 4, torch.polar(torch.ones_like(angle), angle))
+        >>> theirs, _ = apply_rotary_pos_emb(_heads(projection(x), 4), _heads(projection(x), 4), cos, sin, 2)
+        >>> torch.allclose(ours, theirs[..., _interleaved(1, 4)], atol=1e-6)
         True
     """
-    return x * cos[:, :, None] + torch.roll(x, x.shape[-1] // 2, -1) * signed_sin[:, :, None]
-
-
-def _signed(sin: torch.Tensor) -> torch.Tensor:
-    """``sin`` with the first half of its last dimension negated (for :func:`_rope`)."""
-    half = sin.shape[-1] // 2
-    return torch.cat([-sin[..., :half], sin[..., half:]], dim=-1)
+    if type(projection) is torch.nn.Linear:   # the rows reordered: no pass over the states
+        order = _interleaved(projection.out_features // head_dim, head_dim, x.device)
+        bias = None if projection.bias is None else projection.bias.index_select(0, order)
+        states = torch.nn.functional.linear(x, projection.weight.index_select(0, order), bias)
+    else:   # an adapter (LoRA): its outputs reordered
+        states = projection(x)
+        states = states.index_select(-1, _interleaved(states.shape[-1] // head_dim, head_dim, x.device))
+    pairs = torch.view_as_complex(states.float().view(*states.shape[:2], -1, head_dim // 2, 2))
+    return torch.view_as_real(pairs * turn[:, :, None]).view(*states.shape[:2], -1, head_dim).to(states.dtype)
 
 
 def _norm(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
@@ -358,7 +380,8 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     base = lm.model
     hidden = base.embed_tokens(inputs.ids)
     cos, sin = base.rotary_emb(hidden, inputs.positions)
-    signed_sin = _signed(sin)
+    half = cos.shape[-1] // 2   # Llama's angles repeat over the two halves of a head
+    turn = torch.complex(cos[..., :half].float(), sin[..., :half].float())
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
@@ -366,7 +389,7 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     for number, layer in enumerate(base.layers):
         attention = layer.self_attn
         x = _norm(layer.input_layernorm, hidden)
-        key = _rope(_heads(attention.k_proj(x), attention.head_dim), cos, signed_sin)
+        key = _rotated(attention.k_proj, x, attention.head_dim, turn)
         value = _heads(attention.v_proj(x), attention.head_dim)
         present.append((key, value))
         if past is not None:
@@ -375,10 +398,10 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
         if number == len(base.layers) - 1:   # only the query positions are read from here on
             if not len(inputs.reads):
                 return None, present
-            hidden, x, cos, signed_sin = (take(t, inputs.queries) for t in (hidden, x, cos, signed_sin))
+            hidden, x, turn = (take(t, inputs.queries) for t in (hidden, x, turn))
             key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
             mask = _mask(inputs.query_positions, width, None if past is None else past.valid.index_select(0, inputs.reads))
-        query = _rope(_heads(attention.q_proj(x), attention.head_dim), cos, signed_sin)
+        query = _rotated(attention.q_proj, x, attention.head_dim, turn)
         attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
                                              value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)
         hidden = hidden + attention.o_proj(attended.reshape(*attended.shape[:2], -1))

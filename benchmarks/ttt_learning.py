@@ -93,12 +93,50 @@ def room_for_adaptation(report: dict) -> str:
             f"{best - fixed:.3f} a game.")
 
 
+def over_seeds(by_seed: dict[int, dict]) -> list[str]:
+    """Table rows, one per opponent: the trained policy's first and final game (mean over
+    seeds with the half-width of its 95% interval), its final game's win / draw / loss
+    percentages averaged over seeds, and the best response's value (mean over seeds).
+
+    Example:
+        >>> result = lambda r, w, d: {"mean_return_by_episode": [0.0, r], "win_rate_by_episode": [0.5, w],
+        ...                           "draw_rate_by_episode": [0.0, d], "loss_rate_by_episode": [0.5, 1 - w - d],
+        ...                           "best_response_value": 1.0}
+        >>> reports = lambda r: {"trained/pool": {"opponents": {"random": result(r, r, 0.0)}},
+        ...                      "trained/strong": {"opponents": {}}}
+        >>> over_seeds({0: reports(0.5), 1: reports(0.7)})
+        ['| random | training | +0.000 ± 0.000 | +0.600 ± 1.271 | 60/0/40 | +1.000 |']
+    """
+    from learning import mean_ci
+
+    rows = []
+    first = next(iter(by_seed.values()))
+    for pool in ("pool", "strong"):
+        for name in first[f"trained/{pool}"]["opponents"]:
+            results = [reports[f"trained/{pool}"]["opponents"][name] for reports in by_seed.values()]
+            role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
+            game_one, final = (mean_ci([r["mean_return_by_episode"][k] for r in results]) for k in (0, -1))
+            rates = [100 * sum(r[f"{kind}_rate_by_episode"][-1] for r in results) / len(results)
+                     for kind in ("win", "draw", "loss")]
+            best = [r.get("best_response_value") for r in results]
+            best_text = "0 (a draw)" if None in best else f"{sum(best) / len(best):+.3f}"
+            rows.append(f"| {name} | {role} | {game_one[0]:+.3f} ± {game_one[1]:.3f} | {final[0]:+.3f} ± {final[1]:.3f} | "
+                        f"{'/'.join(f'{rate:.0f}' for rate in rates)} | {best_text} |")
+    return rows
+
+
 def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
     lines = ["# Tic-Tac-Toe learning result", "",
              f"`python benchmarks/ttt_learning.py` — `examples/train_tic_tac_toe.py`'s configuration, "
              f"{iterations} iterations, the embedded tiny model on CPU. Three games per meta-episode on one seat; "
              "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
              "beside the best response's value (±1 a game).", ""]
+    if len(by_seed) > 1:
+        lines += [f"## Over seeds {', '.join(map(str, by_seed))}", "",
+                  "Returns are the mean over seeds ± the half-width of its 95% confidence interval (Student t); "
+                  "win / draw / loss of the final game are averaged over seeds.", "",
+                  "| opponent | role | trained game 1 | trained final game | final game W/D/L (%) | best response |",
+                  "|---|---|---|---|---|---|", *over_seeds(by_seed), ""]
     for seed, reports in by_seed.items():
         lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "",
                   "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "

@@ -94,18 +94,19 @@ def room_for_adaptation(report: dict) -> str:
 
 
 def over_seeds(by_seed: dict[int, dict]) -> list[str]:
-    """Table rows, one per opponent: the trained policy's first and final game (mean over
-    seeds with the half-width of its 95% interval), its final game's win / draw / loss
-    percentages averaged over seeds, and the best response's value (mean over seeds).
+    """Table rows, one per opponent: the untrained policy's final game, the trained one's
+    first and final game (each the mean over seeds with the half-width of its 95% interval),
+    the trained final game's win / draw / loss percentages averaged over seeds, and the best
+    response's value (mean over seeds).
 
     Example:
         >>> result = lambda r, w, d: {"mean_return_by_episode": [0.0, r], "win_rate_by_episode": [0.5, w],
         ...                           "draw_rate_by_episode": [0.0, d], "loss_rate_by_episode": [0.5, 1 - w - d],
         ...                           "best_response_value": 1.0}
-        >>> reports = lambda r: {"trained/pool": {"opponents": {"random": result(r, r, 0.0)}},
-        ...                      "trained/strong": {"opponents": {}}}
+        >>> reports = lambda r: {f"{stage}/{pool}": {"opponents": {"random": result(r, r, 0.0)} if pool == "pool" else {}}
+        ...                      for stage in ("untrained", "trained") for pool in ("pool", "strong")}
         >>> over_seeds({0: reports(0.5), 1: reports(0.7)})
-        ['| random | training | +0.000 ± 0.000 | +0.600 ± 1.271 | 60/0/40 | +1.000 |']
+        ['| random | training | +0.600 ± 1.271 | +0.000 ± 0.000 | +0.600 ± 1.271 | 60/0/40 | +1.000 |']
     """
     from learning import mean_ci
 
@@ -114,13 +115,15 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
     for pool in ("pool", "strong"):
         for name in first[f"trained/{pool}"]["opponents"]:
             results = [reports[f"trained/{pool}"]["opponents"][name] for reports in by_seed.values()]
+            untrained = mean_ci([reports[f"untrained/{pool}"]["opponents"][name]["mean_return_by_episode"][-1]
+                                 for reports in by_seed.values()])
             role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
             game_one, final = (mean_ci([r["mean_return_by_episode"][k] for r in results]) for k in (0, -1))
             rates = [100 * sum(r[f"{kind}_rate_by_episode"][-1] for r in results) / len(results)
                      for kind in ("win", "draw", "loss")]
             best = [r.get("best_response_value") for r in results]
             best_text = "0 (a draw)" if None in best else f"{sum(best) / len(best):+.3f}"
-            rows.append(f"| {name} | {role} | {game_one[0]:+.3f} ± {game_one[1]:.3f} | {final[0]:+.3f} ± {final[1]:.3f} | "
+            rows.append(f"| {name} | {role} | {untrained[0]:+.3f} ± {untrained[1]:.3f} | {game_one[0]:+.3f} ± {game_one[1]:.3f} | {final[0]:+.3f} ± {final[1]:.3f} | "
                         f"{'/'.join(f'{rate:.0f}' for rate in rates)} | {best_text} |")
     return rows
 
@@ -135,8 +138,9 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
         lines += [f"## Over seeds {', '.join(map(str, by_seed))}", "",
                   "Returns are the mean over seeds ± the half-width of its 95% confidence interval (Student t); "
                   "win / draw / loss of the final game are averaged over seeds.", "",
-                  "| opponent | role | trained game 1 | trained final game | final game W/D/L (%) | best response |",
-                  "|---|---|---|---|---|---|", *over_seeds(by_seed), ""]
+                  "| opponent | role | untrained final game | trained game 1 | trained final game | "
+                  "trained final game W/D/L (%) | best response |",
+                  "|---|---|---|---|---|---|---|", *over_seeds(by_seed), ""]
     for seed, reports in by_seed.items():
         lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "",
                   "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "

@@ -169,15 +169,18 @@ def test_ttt_learning_summarises_opponents_over_seeds():
                 "best_response_value": best}
 
     def reports(final, draw):
-        return {"trained/pool": {"opponents": {"random": result(final, final, 0.0, 0.9),
-                                               "preferred-cell-spiral": result(1.0, 1.0, 0.0, 1.0)}},
-                "trained/strong": {"opponents": {"mcts-1000": result(-1.0 + draw, 0.0, draw, None)}}}
+        return {f"{stage}/pool": {"opponents": {"random": result(final if stage == "trained" else -0.5, final, 0.0, 0.9),
+                                                "preferred-cell-spiral": result(1.0, 1.0, 0.0, 1.0)}}
+                for stage in ("untrained", "trained")} | {
+                f"{stage}/strong": {"opponents": {"mcts-1000": result(-1.0 + draw, 0.0, draw, None)}}
+                for stage in ("untrained", "trained")}
 
     rows = ttt_learning.over_seeds({0: reports(0.5, 0.1), 1: reports(0.7, 0.3)})
     # the mean of two seeds and t(0.975, 1) * sd / sqrt(2) = 12.706 * 0.1414 / 1.414
-    assert rows == ["| random | training | +0.100 ± 0.000 | +0.600 ± 1.271 | 60/0/40 | +0.900 |",
-                    "| preferred-cell-spiral | held out | +0.100 ± 0.000 | +1.000 ± 0.000 | 100/0/0 | +1.000 |",
-                    "| mcts-1000 | strong | +0.100 ± 0.000 | -0.800 ± 1.271 | 0/20/80 | 0 (a draw) |"]
+    assert rows == ["| random | training | -0.500 ± 0.000 | +0.100 ± 0.000 | +0.600 ± 1.271 | 60/0/40 | +0.900 |",
+                    "| preferred-cell-spiral | held out | +1.000 ± 0.000 | +0.100 ± 0.000 | +1.000 ± 0.000 | 100/0/0 "
+                    "| +1.000 |",
+                    "| mcts-1000 | strong | -0.800 ± 1.271 | +0.100 ± 0.000 | -0.800 ± 1.271 | 0/20/80 | 0 (a draw) |"]
 
 
 @pytest.mark.parametrize("fresh", [False, True])

@@ -399,7 +399,10 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
     missing = [v for v in VARIANTS if v not in table]
     if missing:
         lines += ["", "Not yet run at these defaults: " + ", ".join(f"`{v}`" for v in missing) + "."]
-    lines += ["", "![learning](learning.png)", ""]
+    lines += ["", "![learning](learning.png)", "", "## Tic-Tac-Toe", "",
+              "The paper's other game, against a pool of fixed-order heuristics and a random player, with "
+              "`mcts-1000` as the strong opponent: win / draw / loss by game index, over seeds, in "
+              "[ttt_learning.md](ttt_learning.md) (`python benchmarks/ttt_learning.py --seeds 0 1 2 --docs`).", ""]
     path.write_text("\n".join(lines))
 
 

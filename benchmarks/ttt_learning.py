@@ -119,12 +119,13 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
                                  for reports in by_seed.values()])
             role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
             game_one, final = (mean_ci([r["mean_return_by_episode"][k] for r in results]) for k in (0, -1))
-            rates = [100 * sum(r[f"{kind}_rate_by_episode"][-1] for r in results) / len(results)
-                     for kind in ("win", "draw", "loss")]
+            outcomes = [100 * sum(r[f"{kind}_rate_by_episode"][-1] for r in results) / len(results)
+                        for kind in ("win", "draw", "loss")]
             best = [r.get("best_response_value") for r in results]
             best_text = "0 (a draw)" if None in best else f"{sum(best) / len(best):+.3f}"
-            rows.append(f"| {name} | {role} | {untrained[0]:+.3f} ± {untrained[1]:.3f} | {game_one[0]:+.3f} ± {game_one[1]:.3f} | {final[0]:+.3f} ± {final[1]:.3f} | "
-                        f"{'/'.join(f'{rate:.0f}' for rate in rates)} | {best_text} |")
+            returns = " | ".join(f"{mean:+.3f} ± {half:.3f}" for mean, half in (untrained, game_one, final))
+            rows.append(f"| {name} | {role} | {returns} | {'/'.join(f'{share:.0f}' for share in outcomes)} | "
+                        f"{best_text} |")
     return rows
 
 

@@ -25,9 +25,8 @@ Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 import torch
@@ -45,8 +44,11 @@ TOKEN_COST = 200
 PASS_COST = 120_000
 #: Rows in one pass at most (bounds the search for the cuts).
 MAX_CHUNK = 512
-#: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each.
+#: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each;
+#: the keys' head dimensions are interleaved (:func:`_rotated`), not in transformers' order.
 KeyValues = list[tuple[torch.Tensor, torch.Tensor]]
+#: A layer's query or key projection, its outputs interleaved (:func:`_interleaving`).
+Projection = Callable[[torch.Tensor], torch.Tensor]
 
 
 def supports(model_type: str) -> bool:
@@ -194,15 +196,17 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     read: list[torch.Tensor] = []   # the hidden states of each pass's queries
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
+    projections = [(_interleaving(layer.self_attn.q_proj, layer.self_attn.head_dim),
+                    _interleaving(layer.self_attn.k_proj, layer.self_attn.head_dim)) for layer in lm.model.layers]
     for batch in chunks(plan.prefixes):
         part = [plan.prefixes[i] for i in batch]
-        hidden, present = _decoder_pass(lm, _Inputs.of(part, device))
+        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections)
         store.add(batch, present)
         _collect(part, hidden, starts, read, slots)
     for batch in chunks(plan.continuations):
         part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
         past = store.gather([r.parent for r in part], [r.offset for r in part], device)
-        hidden, _ = _decoder_pass(lm, _Inputs.of(part, device), past)
+        hidden, _ = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
         _collect(part, hidden, starts, read, slots)
     order = torch.empty(len(slots), dtype=torch.long)
     order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))
@@ -311,7 +315,6 @@ class _Inputs:
                                              queries, real)))
 
 
-@functools.cache
 def _interleaved(heads: int, head_dim: int, device: torch.device | None = None) -> torch.Tensor:
     """The order of a projection's outputs that puts each head's halves side by side,
     ``(x[0], x[half], x[1], x[half + 1], ...)``: the pairs that the rotary embedding turns
@@ -321,35 +324,56 @@ def _interleaved(heads: int, head_dim: int, device: torch.device | None = None) 
         >>> _interleaved(2, 4).tolist()
         [0, 2, 1, 3, 4, 6, 5, 7]
     """
-    half = head_dim // 2
-    one = torch.arange(head_dim).view(2, half).t().flatten()
-    return (one + head_dim * torch.arange(heads)[:, None]).flatten().to(device)
+    one = torch.arange(head_dim, device=device).view(2, head_dim // 2).t().flatten()
+    return (one + head_dim * torch.arange(heads, device=device)[:, None]).flatten()
 
 
-def _rotated(projection: torch.nn.Module, x: torch.Tensor, head_dim: int, turn: torch.Tensor) -> torch.Tensor:
-    """``projection(x)`` split into heads, its outputs interleaved (:func:`_interleaved`) and
-    turned by the rotary embedding: one complex product by ``turn = cos + i sin``
-    ``(batch, width, head dim / 2)`` instead of transformers' ``x * cos + rotate_half(x) *
-    sin`` (four passes over the states, and as many back). Queries and keys are interleaved
-    alike, so their dot products (attention) are the same sums in another order.
+def _interleaving(projection: torch.nn.Module, head_dim: int) -> Projection:
+    """``projection`` with its outputs in :func:`_interleaved` order. A plain ``Linear``
+    without hooks gets its rows reordered here, once per :func:`final_hidden` call (a copy of
+    the weight, no pass over the states); anything else (an adapter such as LoRA, a hooked
+    module) runs as it is and its outputs are reordered.
+
+    Example:
+        >>> projection, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
+        >>> torch.allclose(_interleaving(projection, 2)(x), projection(x)[:, [0, 1, 2, 3]])
+        True
+        >>> torch.allclose(_interleaving(projection, 4)(x), projection(x)[:, [0, 2, 1, 3]])
+        True
+    """
+    if type(projection) is torch.nn.Linear and not (projection._forward_hooks or projection._forward_pre_hooks):
+        order = _interleaved(projection.out_features // head_dim, head_dim, projection.weight.device)
+        weight = projection.weight.index_select(0, order)
+        bias = None if projection.bias is None else projection.bias.index_select(0, order)
+        return lambda x: torch.nn.functional.linear(x, weight, bias)
+
+    def reordered(x: torch.Tensor) -> torch.Tensor:
+        states = projection(x)
+        return states.index_select(-1, _interleaved(states.shape[-1] // head_dim, head_dim, states.device))
+
+    return reordered
+
+
+def _rotated(project: Projection, x: torch.Tensor, head_dim: int, turn: torch.Tensor) -> torch.Tensor:
+    """``project(x)`` (outputs interleaved: :func:`_interleaving`) split into heads and turned
+    by the rotary embedding: one complex product by ``turn = cos + i sin`` ``(batch, width,
+    head dim / 2)`` instead of transformers' ``x * cos + rotate_half(x) * sin`` (four passes
+    over the states, and as many back). Queries and keys are interleaved alike, so their dot
+    products (attention) are the same sums in another order; the keys a pass returns stay
+    interleaved (values are not).
 
     Example:
         >>> from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
         >>> projection, x, angle = torch.nn.Linear(8, 8, bias=False), torch.randn(2, 5, 8), torch.randn(2, 5, 2)
         >>> cos, sin = angle.cos().repeat(1, 1, 2), angle.sin().repeat(1, 1, 2)
-        >>> ours = _rotated(projection, x, 4, torch.polar(torch.ones_like(angle), angle))
-        >>> theirs, _ = apply_rotary_pos_emb(_heads(projection(x), 4), _heads(projection(x), 4), cos, sin, 2)
+        >>> ours = _rotated(_interleaving(projection, 4), x, 4, torch.polar(torch.ones_like(angle), angle))
+        >>> states = _heads(projection(x), 4)
+        >>> theirs, _ = apply_rotary_pos_emb(states, states, cos, sin, unsqueeze_dim=2)
         >>> torch.allclose(ours, theirs[..., _interleaved(1, 4)], atol=1e-6)
         True
     """
-    if type(projection) is torch.nn.Linear:   # the rows reordered: no pass over the states
-        order = _interleaved(projection.out_features // head_dim, head_dim, x.device)
-        bias = None if projection.bias is None else projection.bias.index_select(0, order)
-        states = torch.nn.functional.linear(x, projection.weight.index_select(0, order), bias)
-    else:   # an adapter (LoRA): its outputs reordered
-        states = projection(x)
-        states = states.index_select(-1, _interleaved(states.shape[-1] // head_dim, head_dim, x.device))
-    pairs = torch.view_as_complex(states.float().view(*states.shape[:2], -1, head_dim // 2, 2))
+    states = project(x)
+    pairs = torch.view_as_complex(states.to(turn.real.dtype).view(*states.shape[:2], -1, head_dim // 2, 2))
     return torch.view_as_real(pairs * turn[:, :, None]).view(*states.shape[:2], -1, head_dim).to(states.dtype)
 
 
@@ -372,7 +396,7 @@ def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
     return x.view(*x.shape[:2], -1, head_dim)
 
 
-def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
+def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple[Projection, Projection]],
                   past: _Past | None = None) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
     of the real query positions, row by row (``None``: no row is read), and the pass's keys
@@ -380,8 +404,9 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     base = lm.model
     hidden = base.embed_tokens(inputs.ids)
     cos, sin = base.rotary_emb(hidden, inputs.positions)
-    half = cos.shape[-1] // 2   # Llama's angles repeat over the two halves of a head
-    turn = torch.complex(cos[..., :half].float(), sin[..., :half].float())
+    half = cos.shape[-1] // 2   # Llama's angles repeat over the two halves of a head (every rope type)
+    real = torch.promote_types(cos.dtype, torch.float32)   # half precision turns in float32
+    turn = torch.complex(cos[..., :half].to(real), sin[..., :half].to(real))
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
@@ -389,7 +414,8 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
     for number, layer in enumerate(base.layers):
         attention = layer.self_attn
         x = _norm(layer.input_layernorm, hidden)
-        key = _rotated(attention.k_proj, x, attention.head_dim, turn)
+        query_projection, key_projection = projections[number]
+        key = _rotated(key_projection, x, attention.head_dim, turn)
         value = _heads(attention.v_proj(x), attention.head_dim)
         present.append((key, value))
         if past is not None:
@@ -401,7 +427,7 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs,
             hidden, x, turn = (take(t, inputs.queries) for t in (hidden, x, turn))
             key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
             mask = _mask(inputs.query_positions, width, None if past is None else past.valid.index_select(0, inputs.reads))
-        query = _rotated(attention.q_proj, x, attention.head_dim, turn)
+        query = _rotated(query_projection, x, attention.head_dim, turn)
         attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
                                              value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)
         hidden = hidden + attention.o_proj(attended.reshape(*attended.shape[:2], -1))

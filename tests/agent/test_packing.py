@@ -131,6 +131,36 @@ def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
             assert (a.text, a.truncated, a.allowed_ids, a.prompt_ids) == (b.text, b.truncated, b.allowed_ids, b.prompt_ids)
 
 
+def test_final_hidden_equals_the_models_own_in_double_precision_with_biases():
+    """Shared prefixes, grouped-query heads and attention biases, in float64: the packed
+    forward's final hidden states are transformers' to double-precision rounding."""
+    torch.manual_seed(3)
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, attention_bias=True)).double()
+    with torch.no_grad():   # weights (biases included) large enough that attention tells positions apart
+        for name, param in lm.named_parameters():
+            if "norm" not in name:
+                param.normal_(std=0.3)
+    shared = list(range(3, 38))
+    rows = [tuple(shared + [5, 6]), tuple(shared + [7]), (9, 10, 11, 12)]
+    first = [30, 33, 1]
+    packed = packing.final_hidden(lm, rows, first)
+    own = torch.cat([lm.model(torch.tensor([row])).last_hidden_state[0, start:] for row, start in zip(rows, first)])
+    assert packed.dtype == torch.float64
+    torch.testing.assert_close(packed, own, rtol=0, atol=1e-12)
+
+
+def test_a_pass_under_inference_mode_leaves_later_training_passes_working():
+    torch.manual_seed(0)
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=36, intermediate_size=32, num_hidden_layers=2,
+                                      num_attention_heads=3))   # a head shape no other test uses
+    rows, first = [tuple(range(3, 40)) + (4,), tuple(range(3, 40)) + (5,)], [37, 37]
+    with torch.inference_mode():
+        packing.final_hidden(lm, rows, first)
+    packing.final_hidden(lm, rows, first).sum().backward()
+    assert all(param.grad is not None for param in lm.model.layers[0].self_attn.parameters())
+
+
 def test_packed_forward_needs_a_llama_and_no_activation_checkpointing(tokenizer, tmp_path, caplog):
     from mage_agent.build import build_policy, packs
     from mage_agent.config import TrainConfig, apply_overrides

@@ -93,6 +93,29 @@ def room_for_adaptation(report: dict) -> str:
             f"{best - fixed:.3f} a game.")
 
 
+def role(pool: str, name: str) -> str:
+    """What an opponent is in the tables: ``training``, ``held out`` or ``strong``.
+
+    Example:
+        >>> role("pool", "random"), role("pool", "preferred-cell-spiral"), role("strong", "mcts-1000")
+        ('training', 'held out', 'strong')
+    """
+    return "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
+
+
+def best_response_text(values: list[float | None]) -> str:
+    """The best response's value over seeds (their mean); none is computed against a strong
+    bot, where a draw is what perfect play gets.
+
+    Example:
+        >>> best_response_text([1.0, 0.5]), best_response_text([None])
+        ('+0.750', '0 (a draw)')
+    """
+    if any(value is None for value in values):
+        return "0 (a draw)"
+    return f"{sum(v for v in values if v is not None) / len(values):+.3f}"
+
+
 def over_seeds(by_seed: dict[int, dict]) -> list[str]:
     """Table rows, one per opponent: the untrained policy's final game, the trained one's
     first and final game (each the mean over seeds with the half-width of its 95% interval),
@@ -117,15 +140,13 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
             results = [reports[f"trained/{pool}"]["opponents"][name] for reports in by_seed.values()]
             untrained = mean_ci([reports[f"untrained/{pool}"]["opponents"][name]["mean_return_by_episode"][-1]
                                  for reports in by_seed.values()])
-            role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
             game_one, final = (mean_ci([r["mean_return_by_episode"][k] for r in results]) for k in (0, -1))
             outcomes = [100 * sum(r[f"{kind}_rate_by_episode"][-1] for r in results) / len(results)
                         for kind in ("win", "draw", "loss")]
-            best = [r.get("best_response_value") for r in results]
-            best_text = "0 (a draw)" if None in best else f"{sum(best) / len(best):+.3f}"
+            best = best_response_text([r.get("best_response_value") for r in results])
             returns = " | ".join(f"{mean:+.3f} ± {half:.3f}" for mean, half in (untrained, game_one, final))
-            rows.append(f"| {name} | {role} | {returns} | {'/'.join(f'{share:.0f}' for share in outcomes)} | "
-                        f"{best_text} |")
+            rows.append(f"| {name} | {role(pool, name)} | {returns} | "
+                        f"{'/'.join(f'{share:.0f}' for share in outcomes)} | {best} |")
     return rows
 
 
@@ -149,12 +170,10 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
         for pool in ("pool", "strong"):
             for name, trained in reports[f"trained/{pool}"]["opponents"].items():
                 untrained = reports[f"untrained/{pool}"]["opponents"][name]
-                role = "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
-                best = trained.get("best_response_value")
-                best_text = "0 (a draw)" if best is None else f"{best:+.3f}"
-                lines.append(f"| {name} | {role} | {' · '.join(rates(untrained))} | {' · '.join(rates(trained))} | "
+                best = best_response_text([trained.get("best_response_value")])
+                lines.append(f"| {name} | {role(pool, name)} | {' · '.join(rates(untrained))} | {' · '.join(rates(trained))} | "
                              f"{trained['mean_return_by_episode'][-1]:+.3f} ± "
-                             f"{trained['stderr_return_by_episode'][-1]:.3f} | {best_text} |")
+                             f"{trained['stderr_return_by_episode'][-1]:.3f} | {best} |")
         lines.append("")
     path.write_text("\n".join(lines))
 

@@ -26,10 +26,13 @@ import json
 import random
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+
+from mage_envs.games.base import OpenSpielTextEnv
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 #: What the oracle plays in the early hands, by preference among the legal actions:
@@ -52,9 +55,11 @@ class ProbeThenDealKnown:
         if hand < info["num_episodes"] - 1:
             preference = PROBES[self.probe][min(hand, len(PROBES[self.probe]) - 1)]
             return next(a for a in preference if a in legal)
-        state = self.env.unwrapped.state
+        game = self.env.unwrapped
+        assert isinstance(game, OpenSpielTextEnv)
+        state = game.state
         best = deal_known_action("kuhn_poker", self.style, state, info["instance"], info["seat"])
-        return {i: name for name, i in self.env.unwrapped.action_names(state).items()}[best]
+        return {i: name for name, i in game.action_names(state).items()}[best]
 
 
 def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, list[str], str]]:
@@ -137,7 +142,7 @@ def main() -> None:
     ambiguous = sum(len(actions) > 1 for actions in labels.values())
     losses = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed)
     report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False)
-    result = {"args": vars(args), "turns": len(rows), "prompts": len(labels), "ambiguous_prompts": ambiguous,
+    result: dict[str, Any] = {"args": vars(args), "turns": len(rows), "prompts": len(labels), "ambiguous_prompts": ambiguous,
               "final_loss": float(np.mean(losses[-20:])), "styles": {}}
     for style in TRAINING:
         r = report["opponents"][style]

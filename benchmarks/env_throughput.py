@@ -23,14 +23,16 @@ import numpy as np
 import pyspiel
 from pettingzoo import AECEnv
 
+from mage_envs.games.base import OpenSpielTextEnv
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.games.leduc_poker import LeducPokerEnv
 from mage_envs.games.tic_tac_toe import TicTacToeEnv
 from mage_envs.numeric import KuhnPokerTensorEnv, LeducPokerTensorEnv, TicTacToeTensorEnv
+from mage_envs.numeric.env import OpenSpielTensorEnv
 from mage_envs.pettingzoo import kuhn_poker_v0, leduc_poker_v0, tic_tac_toe_v0
 
 #: label -> (OpenSpiel game string, text env class, numeric env class, PettingZoo module)
-GAMES: dict[str, tuple[str, type[gym.Env], type[gym.Env], Any]] = {
+GAMES: dict[str, tuple[str, type[OpenSpielTextEnv], type[OpenSpielTensorEnv], Any]] = {
     "Kuhn Poker": ("kuhn_poker", KuhnPokerEnv, KuhnPokerTensorEnv, kuhn_poker_v0),
     "Leduc Poker": ("leduc_poker", LeducPokerEnv, LeducPokerTensorEnv, leduc_poker_v0),
     "Tic-Tac-Toe": ("tic_tac_toe", TicTacToeEnv, TicTacToeTensorEnv, tic_tac_toe_v0),

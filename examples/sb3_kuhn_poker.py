@@ -24,6 +24,7 @@ import torch
 from sb3_contrib import MaskablePPO
 
 import mage_envs  # noqa: F401  (registers the mage/* ids)
+from mage_envs.numeric.env import OpenSpielTensorEnv
 from mage_envs.opponents import make_opponent
 from mage_envs.oracle import best_response_value, tabular
 
@@ -41,12 +42,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def evaluate(model: MaskablePPO, env: gym.Env, games: int, seed: int) -> tuple[float, float]:
     """Mean return and its standard error of the greedy masked policy over ``games`` hands
     (the same hands for the same ``seed``)."""
+    game = env.unwrapped
+    assert isinstance(game, OpenSpielTensorEnv), "evaluate takes a mage/*-tensor-v0 env"
     returns = []
     obs, _ = env.reset(seed=seed)
     for _ in range(games):
         done, total = False, 0.0
         while not done:
-            action, _ = model.predict(obs, action_masks=env.unwrapped.action_masks(), deterministic=True)
+            action, _ = model.predict(obs, action_masks=game.action_masks(), deterministic=True)
             obs, reward, terminated, truncated, _ = env.step(int(action))
             total += float(reward)
             done = terminated or truncated

@@ -73,7 +73,7 @@ def action_words_only(model: str) -> dict[str, list[int]]:
     """Generation kwargs that let an untrained model write only Kuhn's action words (or stop),
     so its answers are legal often enough for the rewards to differ within a group."""
     tokenizer = AutoTokenizer.from_pretrained(model)
-    allowed = set(tokenizer.convert_tokens_to_ids(["check", "bet", "call", "fold", tokenizer.eos_token]))
+    allowed = {tokenizer.convert_tokens_to_ids(word) for word in ("check", "bet", "call", "fold", tokenizer.eos_token)}
     return {"suppress_tokens": [i for i in range(len(tokenizer)) if i not in allowed]}
 
 

@@ -74,7 +74,7 @@ def reset_dataset(seeds: Iterable[int], options: dict[str, Any] | None = None) -
     return Dataset.from_dict({"prompt": [reset_prompt(seed, options) for seed in seeds]})
 
 
-def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float]:
+def env_reward(completions: list[Any], env_reward: list[float], **kwargs: Any) -> list[float | None]:
     """A GRPOTrainer reward function: the env's total reward for each completion."""
     return [float(reward) for reward in env_reward]
 

@@ -65,7 +65,7 @@ import json
 import multiprocessing
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -272,7 +272,7 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
     not committed, so a fresh checkout tabulates what it reruns beside what it keeps), and
     every variant is then paired with its reference, stored or not; fresh-deal rows only
     with rows of their ``fresh_protocol`` (the deals and evaluation they were measured under)."""
-    table: dict[str, dict] = {}
+    table: dict[str, dict[str, Any]] = {}
     by_key = {(r["variant"], r["seed"]): r["report"] for r in results}
     for variant in VARIANTS:
         seeds = sorted(seed for v, seed in by_key if v == variant)
@@ -282,10 +282,10 @@ def summarise(results: list[dict], stored: dict[str, dict] | None = None) -> dic
             continue
         train = {seed: per_style(by_key[variant, seed], TRAINING) for seed in seeds}
         held = {seed: per_style(by_key[variant, seed], HELDOUT) for seed in seeds}
-        final = [np.mean([train[s][a]["final"] for a in TRAINING]) for s in seeds]
-        ceiling = [np.mean([train[s][a]["ceiling"] for a in TRAINING]) for s in seeds]
-        first = [np.mean([train[s][a]["first"] for a in TRAINING]) for s in seeds]
-        row = {
+        final = [float(np.mean([train[s][a]["final"] for a in TRAINING])) for s in seeds]
+        ceiling = [float(np.mean([train[s][a]["ceiling"] for a in TRAINING])) for s in seeds]
+        first = [float(np.mean([train[s][a]["first"] for a in TRAINING])) for s in seeds]
+        row: dict[str, Any] = {
             "seeds": seeds,
             "final_by_seed": [round(float(x), 3) for x in final],
             "final": mean_ci(final),

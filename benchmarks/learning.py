@@ -2,7 +2,11 @@
 
 Each variant is a set of `mage train` overrides on the default CPU configuration:
 
-* ``mage``            — the defaults: differential reward, population, per-archetype groups;
+* ``mage``            — the defaults: differential reward, population, per-archetype groups,
+  900 iterations;
+* ``iterations-600``  — the default of the release before, 600 iterations. Every variant below
+  was measured at that release and keeps its length (600 unless it sets its own); those
+  compared with the default are compared with this one;
 * ``cumulative``      — reward every episode's return instead of the final one;
 * ``global-norm``     — a group's copies meet different archetypes and share one baseline
   and standard deviation (statistics pooled over archetypes);
@@ -13,6 +17,7 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``constant-lr``     — a constant learning rate after warm-up (the adopted cosine decay off);
 * ``constant-entropy``— a constant entropy weight (the adopted linear decay off; the default
   of the release before this one);
+* ``entropy-hold-0.3``— the entropy weight held for the first 30% of the run, then decayed;
 * ``stabilisers-off`` — mean-only advantages alone: symmetric clip, constant rate and entropy
   weight, 200 iterations;
 * ``previous-default``— those and mean-only off, at 200 iterations (the release before those);
@@ -77,6 +82,7 @@ HELDOUT = ["bluffer", "calling-station", "maniac"]
 STAKES = {"aggressive": 10.0}
 VARIANTS: dict[str, dict] = {
     "mage": {},
+    "iterations-600": {},
     "cumulative": {"reward_mode": "cumulative"},
     "global-norm": {"scope": "global", "group_opponents": "mixed"},
     **{f"single-{style}": {"single_opponent": style} for style in TRAINING},
@@ -85,6 +91,7 @@ VARIANTS: dict[str, dict] = {
     "symmetric-clip": {"clip_high": 0.2},
     "constant-lr": {"schedule": "constant"},
     "constant-entropy": {"entropy_schedule": "constant"},
+    "entropy-hold-0.3": {"entropy_hold": 0.3},
     "stabilisers-off": {"clip_high": 0.2, "schedule": "constant", "entropy_schedule": "constant", "iterations": 200},
     "previous-default": {"std_normalize": True, "clip_high": 0.2, "schedule": "constant",
                          "entropy_schedule": "constant", "iterations": 200},
@@ -133,6 +140,12 @@ VARIANTS.update(PLAIN_VARIANTS)
 PAIRED_WITH.update({f"{name}-plain": "constant-entropy-plain" if name.endswith("-constant-entropy")
                     else f"{PAIRED_WITH.get(name, 'mage')}-plain" for name in RUN_PLAIN})
 PAIRED_WITH["mage-plain"] = "iterations-400"
+#: The default trains 900 iterations (this release); every other variant was measured before, at
+#: 600 unless it sets its own length, and is compared with ``iterations-600`` (that release's
+#: default) where it was compared with the default.
+VARIANTS.update({name: {"iterations": 600, **overrides} for name, overrides in VARIANTS.items() if name != "mage"})
+PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS
+                    if name not in PAIRED_WITH and name not in ("mage", "iterations-600")})
 ROOT = Path(__file__).resolve().parent.parent
 #: Iterations between a run's checkpoints: a killed benchmark continues each run from its last.
 CHECKPOINT_EVERY = 100
@@ -358,6 +371,9 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
         f"Best non-adaptive value against the training styles: {nonadaptive:+.3f}. With fresh deals the",
         f"Bayes-optimal agent's final hand (the most any agent can reach, in expectation: `bayes_adaptive_value`)"
         f" is {adaptive:+.3f}.",
+        "`mage` is the default (900 iterations); every other row was measured before it became so, at the",
+        "length its iterations column says, and rows once paired with the default are paired with",
+        "`iterations-600`, that release's default.",
         "",
         "## Training styles (conservative, aggressive, intermediate)",
         "",
@@ -436,7 +452,8 @@ def plot(table: dict, path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=list(range(10)))
-    parser.add_argument("--iterations", type=int, default=None, help="default: the config's")
+    parser.add_argument("--iterations", type=int, default=None,
+                        help="every run's length (default: the variant's own, else the config's)")
     parser.add_argument("--variants", nargs="*", default=[v for v in VARIANTS if v not in PLAIN_VARIANTS],
                         choices=list(VARIANTS), help="default: all but the -plain runs of earlier releases")
     parser.add_argument("--extra-variant", nargs=2, action="append", default=[], metavar=("NAME", "JSON"),
@@ -456,7 +473,8 @@ def main() -> None:
     from mage_agent.config import TrainConfig
 
     iterations = args.iterations or TrainConfig().run.iterations
-    jobs = [(v, s, iterations, args.output_dir, VARIANTS[v]) for s in args.seeds for v in args.variants]
+    forced = {"iterations": args.iterations} if args.iterations else {}
+    jobs = [(v, s, iterations, args.output_dir, {**VARIANTS[v], **forced}) for s in args.seeds for v in args.variants]
     if args.summarise_only:
         done = [job for job in jobs if (run_dir(job[3], job[0], job[1]) / "eval.json").exists()]
         for job in done:

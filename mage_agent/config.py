@@ -186,7 +186,7 @@ class AlgoConfig:
 class RunConfig:
     """Length, seeds, output and evaluation."""
 
-    iterations: int = field(default=600, metadata={"help": "training iterations"})
+    iterations: int = field(default=900, metadata={"help": "training iterations"})
     seed: int = field(default=0, metadata={"help": "seed of the model's initialisation, sampling and deals"})
     output_dir: str = field(default="runs/mage", metadata={
         "help": "where logs, checkpoints and evaluations are written"})

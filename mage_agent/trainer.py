@@ -76,7 +76,7 @@ def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
         >>> stored = TrainConfig().to_dict()
         >>> stored["run"]["iterations"] = 400
         >>> changed_settings(stored, TrainConfig())
-        'iterations 400 -> 600'
+        'iterations 400 -> 900'
     """
     return ", ".join(setting_changes(stored, config))
 
@@ -90,7 +90,7 @@ def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = T
         >>> stored["run"]["iterations"] = 400
         >>> del stored["algo"]["std_of"]
         >>> setting_changes(stored, TrainConfig()), setting_changes(stored, TrainConfig(), unset=False)
-        (["std_of unset -> 'advantages'", 'iterations 400 -> 600'], ['iterations 400 -> 600'])
+        (["std_of unset -> 'advantages'", 'iterations 400 -> 900'], ['iterations 400 -> 900'])
     """
     changes = []
     for section, fields in config.to_dict().items():

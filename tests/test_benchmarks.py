@@ -57,21 +57,21 @@ def test_learning_trains_evaluates_and_tabulates_paired_variants(tmp_path):
     pytest.importorskip("torch")
     script = SCRIPT.parent / "learning.py"
     results = tmp_path / "learning.json"
-    command = [sys.executable, str(script), "--seeds", "0", "--iterations", "2", "--variants", "mage", "cumulative",
+    command = [sys.executable, str(script), "--seeds", "0", "--iterations", "2", "--variants", "iterations-600", "cumulative",
                "--jobs", "1", "--output-dir", str(tmp_path / "runs"), "--results", str(results)]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     table = json.loads(results.read_text())["table"]
-    assert set(table) >= {"mage", "cumulative"}
-    for variant in ("mage", "cumulative"):
+    assert set(table) >= {"iterations-600", "cumulative"}
+    for variant in ("iterations-600", "cumulative"):
         report = json.loads((tmp_path / "runs" / f"{variant}-s0" / "eval.json").read_text())
         for style in ("conservative", "aggressive", "intermediate", "bluffer", "calling-station", "maniac"):
             result = report["opponents"][style]
             assert result["meta_episodes"] == 300 and len(result["mean_return_by_episode"]) == 3
             assert result["instance_optimal_value"] is not None  # the ceiling on the very instances played
-    assert table["cumulative"]["paired"]["reference"] == "mage"   # one seed: the difference itself
+    assert table["cumulative"]["paired"]["reference"] == "iterations-600"   # one seed: the difference itself
     assert table["cumulative"]["paired"]["difference"][0] == pytest.approx(
-        table["cumulative"]["final_by_seed"][0] - table["mage"]["final_by_seed"][0])
+        table["cumulative"]["final_by_seed"][0] - table["iterations-600"]["final_by_seed"][0])
     again = subprocess.run(command + ["--summarise-only"], capture_output=True, text=True, timeout=300)
     assert again.returncode == 0 and json.loads(results.read_text())["table"] == table  # nothing retrained
 
@@ -88,15 +88,33 @@ def test_each_variant_is_paired_seed_by_seed_with_its_reference():
     import learning
 
     results = [{"variant": variant, "seed": seed, "report": _report({"aggressive": value + 0.01 * seed})}
-               for variant, value in (("mage", 0.4), ("stakes", 0.1), ("stakes-std", 0.4)) for seed in (0, 1, 2)]
+               for variant, value in (("iterations-600", 0.4), ("stakes", 0.1), ("stakes-std", 0.4))
+               for seed in (0, 1, 2)]
     results.append({"variant": "stakes-global", "seed": 0, "report": _report({"aggressive": 0.1})})
     table = learning.summarise(results)
-    assert "paired" not in table["mage"]
+    assert "paired" not in table["iterations-600"]   # its reference, the default, did not run
     # each paired difference is in the mean over the three training styles: 0.3 / 3 = 0.1 per seed
     assert table["stakes-std"]["paired"] == {"reference": "stakes", "difference": (pytest.approx(0.1), 0.0)}
-    assert table["stakes"]["paired"]["reference"] == "mage"
+    assert table["stakes"]["paired"]["reference"] == "iterations-600"
     assert table["stakes-global"]["paired"]["difference"][0] == pytest.approx(0.0)   # seed 0 only
     assert table["stakes"]["style_share_by_seed"]["aggressive"] == [0.2, 0.22, 0.24]
+
+
+def test_variants_measured_before_900_iterations_keep_their_length_and_pair_with_that_default():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    from mage_agent.config import TrainConfig, apply_overrides
+
+    assert TrainConfig().run.iterations == 900 and learning.VARIANTS["mage"] == {}
+    lengths = {name: apply_overrides(TrainConfig(), overrides).run.iterations
+               for name, overrides in learning.VARIANTS.items()}
+    assert {name for name, length in lengths.items() if length == 900} == {"mage", "fresh-deals-900"}
+    assert lengths["iterations-600"] == lengths["cumulative"] == lengths["entropy-hold-0.3"] == 600
+    assert lengths["previous-default"] == 200 and lengths["mage-plain"] == 400   # a variant's own length is kept
+    assert learning.PAIRED_WITH["cumulative"] == learning.PAIRED_WITH["single-aggressive"] == "iterations-600"
+    assert "iterations-600" not in learning.PAIRED_WITH   # compared with the default
+    assert learning.PAIRED_WITH["stakes-std"] == "stakes"
 
 
 def test_runs_before_the_packed_default_are_paired_among_themselves():

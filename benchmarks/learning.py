@@ -144,6 +144,11 @@ PAIRED_WITH["mage-plain"] = "iterations-400"
 #: 600 unless it sets its own length, and is compared with ``iterations-600`` (that release's
 #: default) where it was compared with the default.
 VARIANTS.update({name: {"iterations": 600, **overrides} for name, overrides in VARIANTS.items() if name != "mage"})
+#: The method's claims rerun at the default's length: ``<ablation>-900`` against the default
+#: (the stakes ones against ``stakes-900``).
+AT_DEFAULT_LENGTH = ("cumulative", "global-norm", "stakes", "stakes-global")
+VARIANTS.update({f"{name}-900": {**VARIANTS[name], "iterations": 900} for name in AT_DEFAULT_LENGTH})
+PAIRED_WITH.update({f"{name}-900": "stakes-900" if name.startswith("stakes-") else "mage" for name in AT_DEFAULT_LENGTH})
 PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS
                     if name not in PAIRED_WITH and name not in ("mage", "iterations-600")})
 ROOT = Path(__file__).resolve().parent.parent

@@ -425,8 +425,11 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple
             if not len(inputs.reads):
                 return None, present
             hidden, x, turn = (take(t, inputs.queries) for t in (hidden, x, turn))
-            key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
-            mask = _mask(inputs.query_positions, width, None if past is None else past.valid.index_select(0, inputs.reads))
+            valid = None if past is None else past.valid
+            if len(inputs.reads) < len(inputs.ids):   # a copy (and a zero-filled gradient) only when rows drop out
+                key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
+                valid = None if valid is None else valid.index_select(0, inputs.reads)
+            mask = _mask(inputs.query_positions, width, valid)
         query = _rotated(query_projection, x, attention.head_dim, turn)
         attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
                                              value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)

@@ -78,6 +78,15 @@ def test_chat_prompts_answer_prefix_and_stop_strings(policy):
     assert any("</action>" in g.text for g in generations)
 
 
+def test_prompts_are_tokenised_as_the_tokenizer_does(policy):
+    """Through the Rust core's fast batch encoder: the same ids as the tokenizer's own call,
+    for byte-level BPE across spaces, newlines, digits and non-ASCII text."""
+    prompts = ["Your card: King.\n\nLegal actions:  check, bet", "Board ( X | 2 | 3 )\tcell 10", "Café — 12.5 %  "]
+    texts = [policy.tokenizer.apply_chat_template([{"role": "user", "content": p}], add_generation_prompt=True,
+                                                  tokenize=False) for p in prompts]
+    assert policy.encode_prompts(prompts) == policy.tokenizer(texts, add_special_tokens=False)["input_ids"]
+
+
 def run_config(tmp_path, name, **extra):
     return apply_overrides(TrainConfig(), {**FREE_TEXT_RUN, "output_dir": str(tmp_path / name), **extra})
 

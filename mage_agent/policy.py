@@ -34,6 +34,7 @@ import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
 from .packing import final_hidden, read_starts, supports
+from .tokens import TextEncoder
 
 if TYPE_CHECKING:
     from peft import PeftModel
@@ -141,6 +142,7 @@ class Policy:
         self._prompt_ids: dict[str, tuple[int, ...]] = {}
         self._word_ids: dict[str, tuple[int, ...]] = {}
         self._texts: dict[tuple[int, ...], str] = {}
+        self._encode_texts = TextEncoder(tokenizer)
         if lora is not None:
             from peft import LoraConfig, get_peft_model
 
@@ -212,18 +214,8 @@ class Policy:
                 texts = [cast(str, self.tokenizer.apply_chat_template(
                     [*system, {"role": "user", "content": prompt}], add_generation_prompt=True, tokenize=False))
                          for prompt in new]
-            cache.update(zip(new, map(tuple, self._token_ids(texts))))
+            cache.update(zip(new, map(tuple, self._encode_texts(texts))))
         return [list(cache[p]) for p in prompts]
-
-    def _token_ids(self, texts: list[str]) -> list[list[int]]:
-        """Token ids of ``texts``, without special tokens; straight through a fast tokenizer's
-        Rust core when it can (``encode_batch_fast``: the same ids without character offsets,
-        a third faster) and no truncation or padding is set on it."""
-        core = getattr(self.tokenizer, "backend_tokenizer", None)
-        encode = getattr(core, "encode_batch_fast", None)
-        if core is None or encode is None or core.truncation is not None or core.padding is not None:
-            return self.tokenizer(texts, add_special_tokens=False)["input_ids"]
-        return [encoding.ids for encoding in encode(texts, add_special_tokens=False)]
 
     def encode_words(self, words: Sequence[str]) -> list[tuple[int, ...]]:
         """Token ids of each word, without special tokens (remembered, up to :data:`CACHE_LIMIT`)."""

@@ -21,6 +21,7 @@ Example:
 from __future__ import annotations
 
 import json
+from itertools import chain
 from typing import Any, Sequence
 
 from transformers import PreTrainedTokenizerBase
@@ -73,12 +74,12 @@ class TextEncoder:
             return self.tokenizer(list(texts), add_special_tokens=False)["input_ids"]
         if not self.by_chunk:
             return [encoding.ids for encoding in self._encode(list(texts))]
-        plain = [PYTHON_ONLY_WHITESPACE.isdisjoint(text) for text in texts]
+        plain = [not any(space in text for space in PYTHON_ONLY_WHITESPACE) for text in texts]
         whole = iter(self._encode([text for text, ok in zip(texts, plain) if not ok]))
         split = [text.split() if ok else [] for text, ok in zip(texts, plain)]
         self._learn([chunk for chunks in split for chunk in chunks])
-        chunks = self._chunks
-        return [[i for chunk in parts for i in chunks[chunk]] if ok else next(whole).ids
+        ids_of = self._chunks.__getitem__
+        return [list(chain.from_iterable(map(ids_of, parts))) if ok else next(whole).ids
                 for parts, ok in zip(split, plain)]
 
     def _learn(self, chunks: list[str]) -> None:

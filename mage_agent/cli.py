@@ -121,10 +121,11 @@ def evaluate_policy(
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name)
     kwargs = env_kwargs(config)
-    report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
-                      meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
-                      env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
-                      agent_name=name, transcript=transcript, oracle=oracle)
+    with policy.reusing_prefixes():
+        report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
+                          meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
+                          env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
+                          agent_name=name, transcript=transcript, oracle=oracle)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)

@@ -25,7 +25,8 @@ Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import bisect
+from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -44,6 +45,8 @@ TOKEN_COST = 200
 PASS_COST = 120_000
 #: Rows in one pass at most (bounds the search for the cuts).
 MAX_CHUNK = 512
+#: Bytes of keys and values a :class:`PrefixCache` holds at most (a call's beyond it are not kept).
+CACHE_BYTES = 1 << 30
 #: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each;
 #: the keys' head dimensions are interleaved (:func:`_rotated`), not in transformers' order.
 KeyValues = list[tuple[torch.Tensor, torch.Tensor]]
@@ -91,11 +94,16 @@ def common_prefix(a: Sequence[int], b: Sequence[int]) -> int:
         >>> common_prefix((1, 2, 3), (1, 2, 4, 5)), common_prefix((), (1,))
         (2, 0)
     """
-    n = min(len(a), len(b))
-    i = 0
-    while i < n and a[i] == b[i]:
-        i += 1
-    return i
+    low, high = 0, min(len(a), len(b))   # a[:low] == b[:low]; they differ before high + 1
+    if a[:high] == b[:high]:
+        return high
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[low:middle] == b[low:middle]:
+            low = middle
+        else:
+            high = middle
+    return low
 
 
 def _runs(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[tuple[list[int], int]]:
@@ -187,15 +195,27 @@ def read_starts(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[i
     return starts
 
 
-def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> torch.Tensor:
+def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int],
+                 cache: PrefixCache | None = None) -> torch.Tensor:
     """Final hidden states of distinct ``rows`` at positions ``first[r]`` to the row's end,
-    concatenated in row order: ``(sum of len(rows[r]) - first[r], hidden size)``."""
-    plan = plan_rows(rows, first)
+    concatenated in row order: ``(sum of len(rows[r]) - first[r], hidden size)``.
+
+    With a ``cache`` (inference only, the weights unchanged since its last :meth:`~PrefixCache.advance`),
+    a row that extends a row of the previous step by at least :data:`MIN_SHARED` tokens runs
+    only the rest, after that row's keys and values; this call's rows are kept for the next step."""
+    if cache is not None and torch.is_grad_enabled():
+        raise ValueError("a PrefixCache serves inference only: run under torch.inference_mode() or torch.no_grad()")
     device = lm.device
+    hits = [] if cache is None else [cache.lookup(row, start) for row, start in zip(rows, first)]
+    rest = [r for r in range(len(rows)) if not hits or hits[r] is None]
+    plan = plan_rows([rows[r] for r in rest], [first[r] for r in rest])
+    plan.prefixes = [row if row.source < 0 else replace(row, source=rest[row.source]) for row in plan.prefixes]
+    plan.continuations = [replace(row, source=rest[row.source]) for row in plan.continuations]
     starts = read_starts(rows, first)
     read: list[torch.Tensor] = []   # the hidden states of each pass's queries
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
+    kept = None if cache is None else _Kept()
     projections = [(_interleaving(layer.self_attn.q_proj, layer.self_attn.head_dim),
                     _interleaving(layer.self_attn.k_proj, layer.self_attn.head_dim)) for layer in lm.model.layers]
     for batch in chunks(plan.prefixes):
@@ -203,14 +223,158 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
         hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections)
         store.add(batch, present)
         _collect(part, hidden, starts, read, slots)
+        if kept is not None:
+            kept.add(part, present, 0)
     for batch in chunks(plan.continuations):
         part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
         past = store.gather([r.parent for r in part], [r.offset for r in part], device)
-        hidden, _ = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
+        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
         _collect(part, hidden, starts, read, slots)
+        if kept is not None:
+            kept.add(part, present, past.valid.shape[1])
+    if cache is not None and kept is not None:
+        for number, table in enumerate(cache.previous):
+            planned = [PlannedRow(rows[r][hit[2]:], hit[2], hit[1], first[r] - hit[2], r)
+                       for r, hit in enumerate(hits) if hit is not None and hit[0] == number]
+            for batch in chunks(planned):
+                part = sorted((planned[i] for i in batch), key=lambda r: table.part[r.parent])
+                past = table.gather([r.parent for r in part], [r.offset for r in part], device)
+                hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
+                _collect(part, hidden, starts, read, slots)
+                kept.add(part, present, past.valid.shape[1])
+        cache.keep(kept.table(rows))
     order = torch.empty(len(slots), dtype=torch.long)
     order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))
     return torch.cat(read).index_select(0, order.to(device))
+
+
+class PrefixCache:
+    """Keys and values of the rows that :func:`final_hidden` ran in the previous step of an
+    inference loop, so that the next step's rows that extend them (the next turn of the same
+    meta-episode: the same memory, the same game so far) run only their new tokens.
+
+    The owner calls :meth:`advance` before each step (the rows of the step before are read,
+    this step's are kept) and must drop the cache whenever the weights change. At most
+    :data:`CACHE_BYTES` are held; a step's rows beyond that are not kept.
+
+    Example (the second call runs only the two new tokens of its row, with the same result):
+        >>> from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["a b c"]), TinyConfig(seed=0)).eval()
+        >>> cache, first, second = PrefixCache(), tuple(range(4, 7)) * 20, tuple(range(4, 7)) * 20 + (4, 5)
+        >>> with torch.inference_mode():
+        ...     _ = final_hidden(lm, [first], [59], cache)
+        ...     cache.advance()
+        ...     reused = final_hidden(lm, [second], [61], cache)
+        ...     plain = final_hidden(lm, [second], [61])
+        >>> cache.lookup(second, 61), torch.allclose(reused, plain, atol=1e-5)
+        ((0, 0, 60), True)
+    """
+
+    def __init__(self, max_bytes: int = CACHE_BYTES) -> None:
+        self.max_bytes = max_bytes
+        self.previous: list[_Table] = []   # the tables read in this step
+        self.current: list[_Table] = []    # the tables this step keeps for the next
+
+    def advance(self) -> None:
+        """Start a step: the tables kept so far are read, and new ones kept."""
+        self.previous, self.current = self.current, []
+
+    def lookup(self, row: tuple[int, ...], limit: int) -> tuple[int, int, int] | None:
+        """``(table, row in it, shared tokens)`` of the previous step's row that shares the
+        longest prefix with ``row`` (at most ``limit`` tokens), if at least :data:`MIN_SHARED`."""
+        best: tuple[int, int, int] | None = None
+        for number, table in enumerate(self.previous):
+            index, shared = table.longest_prefix(row, limit)
+            if shared >= MIN_SHARED and (best is None or shared > best[2]):
+                best = (number, index, shared)
+        return best
+
+    def keep(self, table: _Table) -> None:
+        """Keep ``table`` for the next step, within :data:`CACHE_BYTES` (with the tables read now)."""
+        held = sum(t.bytes() for t in self.previous + self.current)
+        if held + table.bytes() <= self.max_bytes:
+            self.current.append(table)
+
+
+@dataclass
+class _Table:
+    """One call's ``rows`` (sorted) and where their keys and values lie: in pass
+    ``parts[part[i]]`` (per layer, flat over the pass's positions: ``(positions, kv heads,
+    head dim)``), the first ``head[i]`` tokens from ``start[i]``, the rest from ``rest[i]``."""
+
+    rows: list[tuple[int, ...]]
+    part: list[int]
+    start: list[int]
+    head: list[int]
+    rest: list[int]
+    parts: list[KeyValues]
+
+    def bytes(self) -> int:
+        """The size of the passes' keys and values that the table holds."""
+        return sum(t.numel() * t.element_size() for part in self.parts for pair in part for t in pair)
+
+    def longest_prefix(self, row: tuple[int, ...], limit: int) -> tuple[int, int]:
+        """The index of the row that shares the longest prefix with ``row`` (a neighbour of
+        it in sorted order; -1 when the table is empty) and how many tokens, at most ``limit``."""
+        at = bisect.bisect_left(self.rows, row)
+        best, shared = -1, -1
+        for index in (at - 1, at):
+            if 0 <= index < len(self.rows):
+                length = min(common_prefix(self.rows[index], row), limit)
+                if length > shared:
+                    best, shared = index, length
+        return best, max(shared, 0)
+
+    def gather(self, parents: list[int], lengths: list[int], device: torch.device) -> _Past:
+        """The first ``lengths`` keys and values of rows ``parents`` (grouped by pass),
+        right-padded."""
+        width = max(lengths)
+        steps = torch.arange(width, device=device)[None, :]
+        start, head, rest, length = (torch.tensor(values, device=device)[:, None] for values in (
+            [self.start[p] for p in parents], [self.head[p] for p in parents], [self.rest[p] for p in parents],
+            lengths))
+        valid = steps < length
+        where = torch.where(valid, torch.where(steps < head, start + steps, rest + steps - head), start)
+        runs: list[tuple[int, int]] = []   # (pass, rows of it), in the order of `parents`
+        for parent in parents:
+            if runs and runs[-1][0] == self.part[parent]:
+                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
+            else:
+                runs.append((self.part[parent], 1))
+        pieces = torch.split(where, [count for _, count in runs])
+
+        def select(layer: int, which: int) -> torch.Tensor:
+            states = [self.parts[number][layer][which].index_select(0, piece.flatten())
+                      for (number, _), piece in zip(runs, pieces)]
+            flat = states[0] if len(states) == 1 else torch.cat(states)
+            return flat.view(len(parents), width, *flat.shape[1:])
+
+        return _Past([(select(layer, 0), select(layer, 1)) for layer in range(len(self.parts[0]))], valid)
+
+
+@dataclass
+class _Kept:
+    """The passes of a :func:`final_hidden` call and where each of its rows lies in them."""
+
+    parts: list[KeyValues] = field(default_factory=list)
+    where: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)   # row -> (pass, start, head, rest)
+
+    def add(self, part: list[PlannedRow], present: KeyValues, past_width: int) -> None:
+        """Keep a pass over ``part`` (its ``present`` keys and values: ``past_width`` past
+        positions, then its own)."""
+        number, width = len(self.parts), present[0][0].shape[1]
+        self.parts.append([(key.flatten(0, 1), value.flatten(0, 1)) for key, value in present])
+        for b, row in enumerate(part):
+            if row.source >= 0:
+                base = b * width
+                head = row.offset if row.offset else len(row.tokens)
+                self.where[row.source] = (number, base, head, base + past_width + (0 if row.offset else head))
+
+    def table(self, rows: Sequence[tuple[int, ...]]) -> _Table:
+        """The call's ``rows`` as a table."""
+        order = sorted(range(len(rows)), key=rows.__getitem__)
+        number, start, head, rest = (list(values) for values in zip(*(self.where[r] for r in order)))
+        return _Table([rows[r] for r in order], number, start, head, rest, self.parts)
 
 
 def _collect(part: list[PlannedRow], hidden: torch.Tensor | None, starts: list[int], read: list[torch.Tensor],
@@ -399,8 +563,8 @@ def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
 def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple[Projection, Projection]],
                   past: _Past | None = None) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
-    of the real query positions, row by row (``None``: no row is read), and the pass's keys
-    and values."""
+    of the real query positions, row by row (``None``: no row is read), and the keys and
+    values that the pass's rows read (``past``'s, right-padded, then their own)."""
     base = lm.model
     hidden = base.embed_tokens(inputs.ids)
     cos, sin = base.rotary_emb(hidden, inputs.positions)
@@ -417,10 +581,10 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple
         query_projection, key_projection = projections[number]
         key = _rotated(key_projection, x, attention.head_dim, turn)
         value = _heads(attention.v_proj(x), attention.head_dim)
-        present.append((key, value))
         if past is not None:
             key = torch.cat([past.keys_values[number][0], key], dim=1)
             value = torch.cat([past.keys_values[number][1], value], dim=1)
+        present.append((key, value))
         if number == len(base.layers) - 1:   # only the query positions are read from here on
             if not len(inputs.reads):
                 return None, present

@@ -26,14 +26,14 @@ Example:
 from __future__ import annotations
 
 import copy
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Iterator, Sequence, TypeVar, Union, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .packing import final_hidden, read_starts, supports
+from .packing import PrefixCache, final_hidden, read_starts, supports
 from .tokens import TextEncoder
 
 if TYPE_CHECKING:
@@ -159,6 +159,8 @@ class Policy:
         self.packed_forward = packed_forward
         if packed_forward and not supports(self._base(self.model).config.model_type):
             raise ValueError(f"packed_forward needs a Llama-family model, not {type(self._base(self.model)).__name__}")
+        self._prefix_cache: PrefixCache | None = None
+        self._cached_weights: tuple[int, ...] = ()
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
@@ -247,6 +249,36 @@ class Policy:
         return text
 
     # ------------------------------------------------------------------ sampling
+    @contextmanager
+    def reusing_prefixes(self) -> Iterator[None]:
+        """Within the block, a ``generate`` call that samples single tokens through the
+        packed forward reuses the keys and values of the previous call's prompts that its
+        prompts extend (in a rollout, the next turn of each meta-episode: its memory and
+        its game so far), instead of running them again. The weights must not change within
+        (an in-place update that bumps their version counters drops what is kept).
+
+        Example (the second prompt extends the first):
+            >>> from mage_agent.tiny import build_model, build_tokenizer
+            >>> tok = build_tokenizer(["check bet fold call"])
+            >>> policy = Policy(build_model(tok), tok, packed_forward=True)
+            >>> prompt = "check bet fold call " * 10
+            >>> with policy.reusing_prefixes():
+            ...     first = policy.generate([prompt], Sampling(max_new_tokens=1), seed=0)
+            ...     second = policy.generate([prompt + "bet"], Sampling(max_new_tokens=1), seed=0)
+            >>> second[0].text == policy.generate([prompt + "bet"], Sampling(max_new_tokens=1), seed=0)[0].text
+            True
+        """
+        self._prefix_cache = PrefixCache() if self.packed_forward else None
+        self._cached_weights = self._weights_version()
+        try:
+            yield
+        finally:
+            self._prefix_cache = None
+
+    def _weights_version(self) -> tuple[int, ...]:
+        """The version counters of the model's parameters (an in-place update bumps them)."""
+        return tuple(p._version for p in self.model.parameters())
+
     @torch.inference_mode()   # no_grad and no version counters or view tracking: ~8% faster sampling
     def generate(
         self,
@@ -269,6 +301,10 @@ class Policy:
         encoded = self.encode_prompts(prompts)
         if prefixes is not None:
             encoded = [ids + self.encode_prefix(prefix) for ids, prefix in zip(encoded, prefixes, strict=True)]
+        if self._prefix_cache is not None:
+            if self._weights_version() != self._cached_weights:
+                self._prefix_cache, self._cached_weights = PrefixCache(), self._weights_version()
+            self._prefix_cache.advance()
         size = sampling.batch_size or len(prompts)
         generations = [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(
             encoded[start:start + size], sampling, None if allowed_ids is None else allowed_ids[start:start + size],
@@ -468,7 +504,7 @@ class Policy:
         :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
         unique, source = distinct([tuple(row) for row in encoded])
         lm = self._llama(self.model)
-        hidden = final_hidden(lm, unique, [len(row) - 1 for row in unique])
+        hidden = final_hidden(lm, unique, [len(row) - 1 for row in unique], self._prefix_cache)
         return lm.lm_head(hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)))
 
     def _base(self, model: CausalLM) -> PreTrainedModel:

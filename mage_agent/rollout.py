@@ -141,40 +141,41 @@ class RolloutRunner:
             obs, info = env.reset(seed=spec.seed, options=options)
             observations.append(obs)
             infos.append(info)
-        active = list(range(count))
-        turn_index = 0
-        while active:
-            allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
-            prompts = [observations[i] for i in active]
-            if answer_question and not action_tokens:
-                prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
-            generations = policy.generate(
-                prompts, sampling,
-                allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
-                prefixes=None if action_tokens else answer_prefixes([infos[i] for i in active], answer_prefix),
-            )
-            turn_index += 1
-            still_active = []
-            for i, generation in zip(active, generations):
-                info = infos[i]
-                obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
-                batch.generated_tokens += len(generation.completion_ids)
-                batch.turns.append(Turn(
-                    traj=i, group=i // group_size, opponent=batch.opponents[i],
-                    episode=int(info.get("episode_index", 0)), phase=info.get("phase", "act"),
-                    prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
-                    logprobs=generation.logprobs, reward=float(reward),
-                    invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
-                    truncated=generation.truncated, anchor=anchor_of(observations[i]),
-                    allowed_ids=generation.allowed_ids,
-                ))
-                observations[i], infos[i] = obs, next_info
-                if terminated or truncated:
-                    batch.episode_returns[i] = list(next_info.get("episode_returns", [reward]))
-                    batch.episode_successes[i] = list(next_info.get("episode_successes", [next_info.get("success", False)]))
-                else:
-                    still_active.append(i)
-            active = still_active
+        with policy.reusing_prefixes():   # the weights stay fixed while it plays
+            active = list(range(count))
+            turn_index = 0
+            while active:
+                allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
+                prompts = [observations[i] for i in active]
+                if answer_question and not action_tokens:
+                    prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
+                generations = policy.generate(
+                    prompts, sampling,
+                    allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
+                    prefixes=None if action_tokens else answer_prefixes([infos[i] for i in active], answer_prefix),
+                )
+                turn_index += 1
+                still_active = []
+                for i, generation in zip(active, generations):
+                    info = infos[i]
+                    obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
+                    batch.generated_tokens += len(generation.completion_ids)
+                    batch.turns.append(Turn(
+                        traj=i, group=i // group_size, opponent=batch.opponents[i],
+                        episode=int(info.get("episode_index", 0)), phase=info.get("phase", "act"),
+                        prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
+                        logprobs=generation.logprobs, reward=float(reward),
+                        invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
+                        truncated=generation.truncated, anchor=anchor_of(observations[i]),
+                        allowed_ids=generation.allowed_ids,
+                    ))
+                    observations[i], infos[i] = obs, next_info
+                    if terminated or truncated:
+                        batch.episode_returns[i] = list(next_info.get("episode_returns", [reward]))
+                        batch.episode_successes[i] = list(next_info.get("episode_successes", [next_info.get("success", False)]))
+                    else:
+                        still_active.append(i)
+                active = still_active
         return batch
 
     @staticmethod

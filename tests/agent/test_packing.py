@@ -195,3 +195,91 @@ def test_training_with_the_packed_forward_gives_the_same_metrics(tmp_path):
                 assert packed[key] == value, key
             elif key not in ("seconds", "tokens_per_second"):
                 assert packed[key] == pytest.approx(value, abs=1e-5), key
+
+
+def _double_llama():
+    """A float64 Llama with grouped-query heads and attention biases, weights large enough
+    that attention tells positions apart."""
+    torch.manual_seed(3)
+    lm = LlamaForCausalLM(LlamaConfig(vocab_size=40, hidden_size=32, intermediate_size=48, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, attention_bias=True)).double()
+    with torch.no_grad():
+        for name, param in lm.named_parameters():
+            if "norm" not in name:
+                param.normal_(std=0.3)
+    return lm.eval()
+
+
+def test_a_prefix_cache_gives_the_same_states_and_runs_only_the_new_tokens(monkeypatch):
+    """Three steps of an inference loop: rows that extend a row of the step before run only
+    their new tokens, after its keys and values (read from a pass that continued another
+    cached row, or from an in-call shared prefix); the states are the uncached ones."""
+    ran = []
+    inputs_of = packing._Inputs.of
+    monkeypatch.setattr(packing._Inputs, "of", classmethod(
+        lambda cls, part, device: ran.append(sum(len(r.tokens) for r in part)) or inputs_of(part, device)))
+    lm, cache = _double_llama(), packing.PrefixCache()
+    g = torch.Generator().manual_seed(1)
+    draw = lambda n: tuple(torch.randint(3, 40, (n,), generator=g).tolist())  # noqa: E731
+    a, b, c = draw(50), draw(45), draw(10)
+    # step 0: nothing cached; two rows share an in-call prefix of 45 tokens
+    # step 1: a row extends a (by 3), one shares 40 tokens with a, one extends b's in-call
+    #   continuation, one is new, and one is too close to a short row (c) to reuse it
+    # step 2: rows extend step 1's rows, among them one read from a cached continuation
+    steps = [[a, b + draw(5), b + draw(6), c],
+             [a + draw(3), a[:40] + draw(4), None, draw(20), c + draw(2)],
+             [None, None, None, draw(8)]]
+    steps[1][2] = steps[0][1] + draw(2)
+    steps[2][:3] = [steps[1][0] + draw(2), steps[1][2] + draw(4), steps[1][1]]
+    shared = [[None] * 4, [50, 40, 50, None, None], [53, 52, 43, None]]   # with the step before's rows
+    tokens = [50 + 45 + 5 + 6 + 10, 3 + 4 + 2 + 20 + 12, 2 + 4 + 1 + 8]   # run by the cached forward
+    for rows, reused, count in zip(steps, shared, tokens):
+        first = [len(row) - 1 for row in rows]
+        cache.advance()
+        assert [None if hit is None else hit[2] for hit in map(cache.lookup, rows, first)] == reused
+        ran.clear()
+        with torch.inference_mode():
+            got = packing.final_hidden(lm, rows, first, cache)
+            assert sum(ran) == count
+            want = packing.final_hidden(lm, rows, first)
+        torch.testing.assert_close(got, want, rtol=0, atol=1e-12)
+    assert cache.current and cache.previous
+
+
+def test_a_prefix_cache_serves_inference_only():
+    lm = _double_llama()
+    with pytest.raises(ValueError, match="inference only"):
+        packing.final_hidden(lm, [tuple(range(3, 40))], [36], packing.PrefixCache())
+
+
+def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_weights_change(tokenizer):
+    plain, packed = pair(tokenizer, build_model(tokenizer, TinyConfig(seed=4)))
+    base = "You hold the King . Legal actions : check , bet , fold , call . " * 3
+    allowed = plain.single_token_ids(["check", "bet"])
+    lookups = []
+    packed_lookup = packing.PrefixCache.lookup
+
+    def compare(turn):
+        prompts = [base + "Opponent bets . " * turn, base + "You call . " * turn]
+        want = plain.generate(prompts, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 2, seed=turn)
+        got = packed.generate(prompts, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 2, seed=turn)
+        assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
+        for a, b in zip(got, want):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(packing.PrefixCache, "lookup", lambda self, *args: lookups.append(
+            packed_lookup(self, *args)) or lookups[-1])
+        with packed.reusing_prefixes():
+            for turn in range(3):
+                compare(turn)
+            assert sum(hit is not None for hit in lookups) == 4   # turns 1 and 2 extend the turn before
+            for policy in (plain, packed):   # an update in place: what was kept no longer holds
+                with torch.no_grad():
+                    for param in policy.model.parameters():
+                        param.mul_(1.5)
+            lookups.clear()
+            compare(3)
+            assert lookups == [None, None]
+        compare(4)   # outside the block nothing is kept
+        assert lookups == [None, None] and packed._prefix_cache is None

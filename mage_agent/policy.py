@@ -268,12 +268,13 @@ class Policy:
             >>> second[0].text == policy.generate([prompt + "bet"], Sampling(max_new_tokens=1), seed=0)[0].text
             True
         """
+        outer = self._prefix_cache, self._cached_weights
         self._prefix_cache = PrefixCache() if self.packed_forward else None
         self._cached_weights = self._weights_version()
         try:
             yield
         finally:
-            self._prefix_cache = None
+            self._prefix_cache, self._cached_weights = outer
 
     def _weights_version(self) -> tuple[int, ...]:
         """The version counters of the model's parameters (an in-place update bumps them)."""

@@ -45,7 +45,8 @@ TOKEN_COST = 200
 PASS_COST = 120_000
 #: Rows in one pass at most (bounds the search for the cuts).
 MAX_CHUNK = 512
-#: Bytes of keys and values a :class:`PrefixCache` holds at most (a call's beyond it are not kept).
+#: Bytes of keys and values one call keeps in a :class:`PrefixCache` at most (a call that
+#: needs more keeps nothing); the cache holds two calls' (the one read and the one kept).
 CACHE_BYTES = 1 << 30
 #: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each;
 #: the keys' head dimensions are interleaved (:func:`_rotated`), not in transformers' order.
@@ -206,7 +207,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     if cache is not None and torch.is_grad_enabled():
         raise ValueError("a PrefixCache serves inference only: run under torch.inference_mode() or torch.no_grad()")
     device = lm.device
-    hits = [] if cache is None else [cache.lookup(row, start) for row, start in zip(rows, first)]
+    hits = [] if cache is None else _hits(cache, rows, first)
     rest = [r for r in range(len(rows)) if not hits or hits[r] is None]
     plan = plan_rows([rows[r] for r in rest], [first[r] for r in rest])
     plan.prefixes = [row if row.source < 0 else replace(row, source=rest[row.source]) for row in plan.prefixes]
@@ -215,7 +216,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     read: list[torch.Tensor] = []   # the hidden states of each pass's queries
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
-    kept = None if cache is None else _Kept()
+    kept = None if cache is None else _Kept(cache.max_bytes)
     projections = [(_interleaving(layer.self_attn.q_proj, layer.self_attn.head_dim),
                     _interleaving(layer.self_attn.k_proj, layer.self_attn.head_dim)) for layer in lm.model.layers]
     for batch in chunks(plan.prefixes):
@@ -228,7 +229,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     for batch in chunks(plan.continuations):
         part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
         past = store.gather([r.parent for r in part], [r.offset for r in part], device)
-        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
+        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, kept is not None)
         _collect(part, hidden, starts, read, slots)
         if kept is not None:
             kept.add(part, present, past.valid.shape[1])
@@ -239,7 +240,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
             for batch in chunks(planned):
                 part = sorted((planned[i] for i in batch), key=lambda r: table.part[r.parent])
                 past = table.gather([r.parent for r in part], [r.offset for r in part], device)
-                hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past)
+                hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, True)
                 _collect(part, hidden, starts, read, slots)
                 kept.add(part, present, past.valid.shape[1])
         cache.keep(kept.table(rows))
@@ -254,8 +255,8 @@ class PrefixCache:
     meta-episode: the same memory, the same game so far) run only their new tokens.
 
     The owner calls :meth:`advance` before each step (the rows of the step before are read,
-    this step's are kept) and must drop the cache whenever the weights change. At most
-    :data:`CACHE_BYTES` are held; a step's rows beyond that are not kept.
+    this step's are kept) and must drop the cache whenever the weights change. A call keeps
+    at most ``max_bytes`` of keys and values (beyond, nothing): the cache holds twice that.
 
     Example (the second call runs only the two new tokens of its row, with the same result):
         >>> from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
@@ -289,10 +290,9 @@ class PrefixCache:
                 best = (number, index, shared)
         return best
 
-    def keep(self, table: _Table) -> None:
-        """Keep ``table`` for the next step, within :data:`CACHE_BYTES` (with the tables read now)."""
-        held = sum(t.bytes() for t in self.previous + self.current)
-        if held + table.bytes() <= self.max_bytes:
+    def keep(self, table: _Table | None) -> None:
+        """Keep ``table`` for the next step (``None``: a call that kept nothing)."""
+        if table is not None:
             self.current.append(table)
 
 
@@ -352,16 +352,25 @@ class _Table:
         return _Past([(select(layer, 0), select(layer, 1)) for layer in range(len(self.parts[0]))], valid)
 
 
-@dataclass
 class _Kept:
-    """The passes of a :func:`final_hidden` call and where each of its rows lies in them."""
+    """The passes of a :func:`final_hidden` call that hold its rows, and where each row lies
+    in them, up to ``max_bytes`` (past that, nothing is kept)."""
 
-    parts: list[KeyValues] = field(default_factory=list)
-    where: dict[int, tuple[int, int, int, int]] = field(default_factory=dict)   # row -> (pass, start, head, rest)
+    def __init__(self, max_bytes: int) -> None:
+        self.max_bytes = max_bytes
+        self.size = 0
+        self.parts: list[KeyValues] | None = []
+        self.where: dict[int, tuple[int, int, int, int]] = {}   # row -> (pass, start, head, rest)
 
     def add(self, part: list[PlannedRow], present: KeyValues, past_width: int) -> None:
         """Keep a pass over ``part`` (its ``present`` keys and values: ``past_width`` past
-        positions, then its own)."""
+        positions, then its own) if any of its rows is a call's row and it fits."""
+        if self.parts is None or all(row.source < 0 for row in part):
+            return
+        self.size += sum(t.numel() * t.element_size() for pair in present for t in pair)
+        if self.size > self.max_bytes:
+            self.parts, self.where = None, {}
+            return
         number, width = len(self.parts), present[0][0].shape[1]
         self.parts.append([(key.flatten(0, 1), value.flatten(0, 1)) for key, value in present])
         for b, row in enumerate(part):
@@ -370,11 +379,27 @@ class _Kept:
                 head = row.offset if row.offset else len(row.tokens)
                 self.where[row.source] = (number, base, head, base + past_width + (0 if row.offset else head))
 
-    def table(self, rows: Sequence[tuple[int, ...]]) -> _Table:
-        """The call's ``rows`` as a table."""
+    def table(self, rows: Sequence[tuple[int, ...]]) -> _Table | None:
+        """The call's ``rows`` as a table (``None``: they did not fit)."""
+        if self.parts is None:
+            return None
         order = sorted(range(len(rows)), key=rows.__getitem__)
         number, start, head, rest = (list(values) for values in zip(*(self.where[r] for r in order)))
         return _Table([rows[r] for r in order], number, start, head, rest, self.parts)
+
+
+def _hits(cache: PrefixCache, rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[tuple[int, int, int] | None]:
+    """Each row's :meth:`PrefixCache.lookup`, kept only where it shares at least as many
+    tokens as the row shares with a neighbour in this call (then the call's own plan does
+    better)."""
+    order = sorted(range(len(rows)), key=rows.__getitem__)
+    within = [0] * len(rows)
+    for before, after in zip(order, order[1:]):
+        shared = common_prefix(rows[before], rows[after])
+        within[before] = max(within[before], min(shared, first[before]))
+        within[after] = max(within[after], min(shared, first[after]))
+    hits = [cache.lookup(row, start) for row, start in zip(rows, first)]
+    return [hit if hit is not None and hit[2] >= within[r] else None for r, hit in enumerate(hits)]
 
 
 def _collect(part: list[PlannedRow], hidden: torch.Tensor | None, starts: list[int], read: list[torch.Tensor],
@@ -561,10 +586,10 @@ def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
 
 
 def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple[Projection, Projection]],
-                  past: _Past | None = None) -> tuple[torch.Tensor | None, KeyValues]:
+                  past: _Past | None = None, with_past: bool = False) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
-    of the real query positions, row by row (``None``: no row is read), and the keys and
-    values that the pass's rows read (``past``'s, right-padded, then their own)."""
+    of the real query positions, row by row (``None``: no row is read), and the pass's keys
+    and values (``with_past``: all that its rows read, ``past``'s right-padded, then their own)."""
     base = lm.model
     hidden = base.embed_tokens(inputs.ids)
     cos, sin = base.rotary_emb(hidden, inputs.positions)
@@ -581,10 +606,13 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple
         query_projection, key_projection = projections[number]
         key = _rotated(key_projection, x, attention.head_dim, turn)
         value = _heads(attention.v_proj(x), attention.head_dim)
+        if not with_past:
+            present.append((key, value))
         if past is not None:
             key = torch.cat([past.keys_values[number][0], key], dim=1)
             value = torch.cat([past.keys_values[number][1], value], dim=1)
-        present.append((key, value))
+        if with_past:
+            present.append((key, value))
         if number == len(base.layers) - 1:   # only the query positions are read from here on
             if not len(inputs.reads):
                 return None, present

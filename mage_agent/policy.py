@@ -160,7 +160,7 @@ class Policy:
         if packed_forward and not supports(self._base(self.model).config.model_type):
             raise ValueError(f"packed_forward needs a Llama-family model, not {type(self._base(self.model)).__name__}")
         self._prefix_cache: PrefixCache | None = None
-        self._cached_weights: tuple[int, ...] = ()
+        self._cached_weights: tuple[tuple[int, int, int], ...] = ()
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
@@ -254,8 +254,10 @@ class Policy:
         """Within the block, a ``generate`` call that samples single tokens through the
         packed forward reuses the keys and values of the previous call's prompts that its
         prompts extend (in a rollout, the next turn of each meta-episode: its memory and
-        its game so far), instead of running them again. The weights must not change within
-        (an in-place update that bumps their version counters drops what is kept).
+        its game so far), instead of running them again. The weights must not change within:
+        a change that bumps their version counters or replaces them (an optimizer step,
+        ``load_state_dict``) drops what is kept, but writes through ``.data`` and fused
+        optimizers go unseen.
 
         Example (the second prompt extends the first):
             >>> from mage_agent.tiny import build_model, build_tokenizer
@@ -276,9 +278,9 @@ class Policy:
         finally:
             self._prefix_cache, self._cached_weights = outer
 
-    def _weights_version(self) -> tuple[int, ...]:
-        """The version counters of the model's parameters (an in-place update bumps them)."""
-        return tuple(p._version for p in self.model.parameters())
+    def _weights_version(self) -> tuple[tuple[int, int, int], ...]:
+        """Each parameter's identity, storage and version counter (an in-place update bumps it)."""
+        return tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
 
     @torch.inference_mode()   # no_grad and no version counters or view tracking: ~8% faster sampling
     def generate(

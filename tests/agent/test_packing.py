@@ -214,10 +214,7 @@ def test_a_prefix_cache_gives_the_same_states_and_runs_only_the_new_tokens(monke
     """Three steps of an inference loop: rows that extend a row of the step before run only
     their new tokens, after its keys and values (read from a pass that continued another
     cached row, or from an in-call shared prefix); the states are the uncached ones."""
-    ran = []
-    inputs_of = packing._Inputs.of
-    monkeypatch.setattr(packing._Inputs, "of", classmethod(
-        lambda cls, part, device: ran.append(sum(len(r.tokens) for r in part)) or inputs_of(part, device)))
+    ran = _counting_passes(monkeypatch)
     lm, cache = _double_llama(), packing.PrefixCache()
     g = torch.Generator().manual_seed(1)
     draw = lambda n: tuple(torch.randint(3, 40, (n,), generator=g).tolist())  # noqa: E731
@@ -252,7 +249,59 @@ def test_a_prefix_cache_serves_inference_only():
         packing.final_hidden(lm, [tuple(range(3, 40))], [36], packing.PrefixCache())
 
 
-def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_weights_change(tokenizer):
+def _counting_passes(monkeypatch):
+    """A list that each packed pass appends its real tokens to."""
+    ran = []
+    inputs_of = packing._Inputs.of
+    monkeypatch.setattr(packing._Inputs, "of", classmethod(
+        lambda cls, part, device: ran.append(sum(len(r.tokens) for r in part)) or inputs_of(part, device)))
+    return ran
+
+
+def test_a_prefix_cache_keeps_a_call_within_its_budget_and_prefers_longer_sharing_within_a_call(monkeypatch):
+    ran = _counting_passes(monkeypatch)
+    lm = _double_llama()
+    g = torch.Generator().manual_seed(2)
+    draw = lambda n: tuple(torch.randint(3, 40, (n,), generator=g).tolist())  # noqa: E731
+    a, b = draw(60), draw(50)
+    steps = [[a, b], [a + draw(2), b + draw(3)], [a + draw(4), b + draw(1)]]
+
+    def run(cache):
+        hits, counts, sizes = [], [], []
+        for rows in steps:
+            first = [len(row) - 1 for row in rows]
+            cache.advance()
+            hits.append([cache.lookup(row, start) is not None for row, start in zip(rows, first)])
+            ran.clear()
+            with torch.inference_mode():
+                got = packing.final_hidden(lm, rows, first, cache)
+            counts.append(sum(ran))
+            sizes += [table.bytes() for table in cache.current]
+            torch.testing.assert_close(got, packing.final_hidden(lm, rows, first), rtol=0, atol=1e-12)
+        return hits, counts, sizes
+
+    _, _, sizes = run(packing.PrefixCache())
+    # every call's keys and values fit: each step reads the one before (the budget counts a call, not two)
+    assert run(packing.PrefixCache(max_bytes=max(sizes)))[:2] == ([[False, False], [True, True], [True, True]],
+                                                                   [110, 5, 5])
+    # none fits: nothing is kept, every step runs whole
+    assert run(packing.PrefixCache(max_bytes=min(sizes) - 1)) == ([[False, False]] * 3, [110, 115, 115], [])
+    # two rows that share 70 tokens with each other but 40 with the step before run as without a cache
+    shared = a[:40] + draw(30)
+    rows, first = [shared + draw(5), shared + draw(6)], [74, 75]
+    cache = packing.PrefixCache()
+    with torch.inference_mode():
+        packing.final_hidden(lm, [a], [59], cache)
+        cache.advance()
+        assert [hit[2] for hit in map(cache.lookup, rows, first)] == [40, 40]
+        ran.clear()
+        got = packing.final_hidden(lm, rows, first, cache)
+        assert sum(ran) == 70 + 5 + 6
+    torch.testing.assert_close(got, packing.final_hidden(lm, rows, first), rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("batch_size", [0, 1], ids=["one-batch", "a-batch-per-prompt"])
+def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_weights_change(tokenizer, batch_size):
     plain, packed = pair(tokenizer, build_model(tokenizer, TinyConfig(seed=4)))
     base = "You hold the King . Legal actions : check , bet , fold , call . " * 3
     allowed = plain.single_token_ids(["check", "bet"])
@@ -261,8 +310,9 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
 
     def compare(turn):
         prompts = [base + "Opponent bets . " * turn, base + "You call . " * turn]
-        want = plain.generate(prompts, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 2, seed=turn)
-        got = packed.generate(prompts, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 2, seed=turn)
+        sampling = Sampling(max_new_tokens=1, batch_size=batch_size)
+        want = plain.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
+        got = packed.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
         assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
         for a, b in zip(got, want):
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
@@ -281,5 +331,11 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
             lookups.clear()
             compare(3)
             assert lookups == [None, None]
-        compare(4)   # outside the block nothing is kept
-        assert lookups == [None, None] and packed._prefix_cache is None
+            outer = packed._prefix_cache
+            with packed.reusing_prefixes():   # a block inside starts afresh, and the outer one's cache returns
+                compare(4)
+                assert packed._prefix_cache is not outer
+            assert packed._prefix_cache is outer
+        lookups.clear()
+        compare(5)   # outside the block nothing is kept
+        assert lookups == [] and packed._prefix_cache is None

@@ -146,7 +146,7 @@ PAIRED_WITH["mage-plain"] = "iterations-400"
 VARIANTS.update({name: {"iterations": 600, **overrides} for name, overrides in VARIANTS.items() if name != "mage"})
 #: The method's claims rerun at the default's length: ``<ablation>-900`` against the default
 #: (the stakes ones against ``stakes-900``).
-AT_DEFAULT_LENGTH = ("cumulative", "global-norm", "stakes", "stakes-global", "no-memory",
+AT_DEFAULT_LENGTH = ("cumulative", "global-norm", "stakes", "stakes-global", "stakes-return-std", "no-memory",
                      *(f"single-{style}" for style in TRAINING), "stabilisers-off")
 VARIANTS.update({f"{name}-900": {**VARIANTS[name], "iterations": 900} for name in AT_DEFAULT_LENGTH})
 PAIRED_WITH.update({f"{name}-900": "stakes-900" if name.startswith("stakes-") else "mage" for name in AT_DEFAULT_LENGTH})

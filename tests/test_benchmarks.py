@@ -109,7 +109,8 @@ def test_variants_measured_before_900_iterations_keep_their_length_and_pair_with
     assert TrainConfig().run.iterations == 900 and learning.VARIANTS["mage"] == {}
     lengths = {name: apply_overrides(TrainConfig(), overrides).run.iterations
                for name, overrides in learning.VARIANTS.items()}
-    at_default = {"cumulative-900", "global-norm-900", "stakes-900", "stakes-global-900", "no-memory-900",
+    at_default = {"cumulative-900", "global-norm-900", "stakes-900", "stakes-global-900", "stakes-return-std-900",
+                  "no-memory-900",
                   "single-conservative-900", "single-aggressive-900", "single-intermediate-900", "stabilisers-off-900"}
     assert {name for name, length in lengths.items() if length == 900} == {"mage", "fresh-deals-900", *at_default}
     assert lengths["iterations-600"] == lengths["cumulative"] == lengths["entropy-hold-0.3"] == 600
@@ -120,6 +121,7 @@ def test_variants_measured_before_900_iterations_keep_their_length_and_pair_with
     # the method's claims rerun at the default's length, against the default
     assert learning.PAIRED_WITH["cumulative-900"] == learning.PAIRED_WITH["global-norm-900"] == "mage"
     assert learning.PAIRED_WITH["stakes-900"] == "mage" and learning.PAIRED_WITH["stakes-global-900"] == "stakes-900"
+    assert learning.PAIRED_WITH["stakes-return-std-900"] == "stakes-900"
     assert learning.VARIANTS["cumulative-900"] == {"iterations": 900, "reward_mode": "cumulative"}
     assert learning.PAIRED_WITH["no-memory-900"] == learning.PAIRED_WITH["single-aggressive-900"] == "mage"
     assert learning.VARIANTS["stabilisers-off-900"] == {"iterations": 900, "clip_high": 0.2, "schedule": "constant",

@@ -12,7 +12,9 @@ Two savings, both exact (up to float rounding):
   hidden states are asked for (those that predict a completion token).
 
 Rows are run in chunks of similar widths (little padding); :func:`final_hidden` returns the
-final hidden states (after the last norm) at each row's query positions.
+final hidden states (after the last norm) at each row's query positions. In inference, a
+:class:`PrefixCache` carries a call's keys and values to the next call, whose rows that
+extend a kept row run only their new tokens (a rollout's next turn).
 
 Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
     >>> shared = tuple(range(3, 73))

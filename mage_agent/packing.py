@@ -29,6 +29,8 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field, replace
+from itertools import groupby
+from operator import itemgetter
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -313,7 +315,7 @@ class _Table:
 
     def bytes(self) -> int:
         """The size of the passes' keys and values that the table holds."""
-        return sum(t.numel() * t.element_size() for part in self.parts for pair in part for t in pair)
+        return sum(_size(part) for part in self.parts)
 
     def longest_prefix(self, row: tuple[int, ...], limit: int) -> tuple[int, int]:
         """The index of the row that shares the longest prefix with ``row`` (a neighbour of
@@ -337,12 +339,8 @@ class _Table:
             lengths))
         valid = steps < length
         where = torch.where(valid, torch.where(steps < head, start + steps, rest + steps - head), start)
-        runs: list[tuple[int, int]] = []   # (pass, rows of it), in the order of `parents`
-        for parent in parents:
-            if runs and runs[-1][0] == self.part[parent]:
-                runs[-1] = (runs[-1][0], runs[-1][1] + 1)
-            else:
-                runs.append((self.part[parent], 1))
+        # (pass, rows of it), in the order of `parents`
+        runs = [(number, len(list(rows))) for number, rows in groupby(self.part[p] for p in parents)]
         pieces = torch.split(where, [count for _, count in runs])
 
         def select(layer: int, which: int) -> torch.Tensor:
@@ -369,7 +367,7 @@ class _Kept:
         positions, then its own) if any of its rows is a call's row and it fits."""
         if self.parts is None or all(row.source < 0 for row in part):
             return
-        self.size += sum(t.numel() * t.element_size() for pair in present for t in pair)
+        self.size += _size(present)
         if self.size > self.max_bytes:
             self.parts, self.where = None, {}
             return
@@ -388,6 +386,11 @@ class _Kept:
         order = sorted(range(len(rows)), key=rows.__getitem__)
         number, start, head, rest = (list(values) for values in zip(*(self.where[r] for r in order)))
         return _Table([rows[r] for r in order], number, start, head, rest, self.parts)
+
+
+def _size(key_values: KeyValues) -> int:
+    """The bytes that a pass's keys and values take."""
+    return sum(t.numel() * t.element_size() for pair in key_values for t in pair)
 
 
 def _hits(cache: PrefixCache, rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[tuple[int, int, int] | None]:
@@ -450,13 +453,9 @@ class _Store:
         by pass), right-padded. Whole rows are selected, so that the gradient's scatter is
         cheap."""
         width = max(lengths)
-        runs: list[tuple[int, list[int]]] = []   # (pass, its rows), in the order of `parents`
-        for parent in parents:
-            number, row = self.where[parent]
-            if runs and runs[-1][0] == number:
-                runs[-1][1].append(row)
-            else:
-                runs.append((number, [row]))
+        # (pass, its rows), in the order of `parents`
+        runs = [(number, [row for _, row in rows])
+                for number, rows in groupby((self.where[p] for p in parents), key=itemgetter(0))]
         indices = [(number, torch.tensor(rows, dtype=torch.long, device=device)) for number, rows in runs]
 
         def select(layer: int, which: int) -> torch.Tensor:

@@ -230,23 +230,24 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
         _collect(part, hidden, starts, read, slots)
         if kept is not None:
             kept.add(part, present, 0)
-    for batch in chunks(plan.continuations):
-        part = sorted((plan.continuations[i] for i in batch), key=lambda r: store.where[r.parent])
-        past = store.gather([r.parent for r in part], [r.offset for r in part], device)
-        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, kept is not None)
-        _collect(part, hidden, starts, read, slots)
-        if kept is not None:
-            kept.add(part, present, past.valid.shape[1])
+
+    def run_after(planned: list[PlannedRow], keys_values: _Store | _Table, pass_of: Callable[[int], Any]) -> None:
+        """Run ``planned`` rows after their parents' keys and values in ``keys_values``,
+        in batches whose rows are grouped by the parent's pass (``pass_of(parent)``)."""
+        for batch in chunks(planned):
+            part = sorted((planned[i] for i in batch), key=lambda r: pass_of(r.parent))
+            past = keys_values.gather([r.parent for r in part], [r.offset for r in part], device)
+            hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, kept is not None)
+            _collect(part, hidden, starts, read, slots)
+            if kept is not None:
+                kept.add(part, present, past.valid.shape[1])
+
+    run_after(plan.continuations, store, store.where.__getitem__)
     if cache is not None and kept is not None:
         for number, table in enumerate(cache.previous):
-            planned = [PlannedRow(rows[r][hit[2]:], hit[2], hit[1], first[r] - hit[2], r)
-                       for r, hit in enumerate(hits) if hit is not None and hit[0] == number]
-            for batch in chunks(planned):
-                part = sorted((planned[i] for i in batch), key=lambda r: table.part[r.parent])
-                past = table.gather([r.parent for r in part], [r.offset for r in part], device)
-                hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, True)
-                _collect(part, hidden, starts, read, slots)
-                kept.add(part, present, past.valid.shape[1])
+            run_after([PlannedRow(rows[r][hit[2]:], hit[2], hit[1], first[r] - hit[2], r)
+                       for r, hit in enumerate(hits) if hit is not None and hit[0] == number],
+                      table, table.part.__getitem__)
         cache.keep(kept.table(rows))
     order = torch.empty(len(slots), dtype=torch.long)
     order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))

@@ -305,8 +305,9 @@ class Policy:
         if prefixes is not None:
             encoded = [ids + self.encode_prefix(prefix) for ids, prefix in zip(encoded, prefixes, strict=True)]
         if self._prefix_cache is not None:
-            if self._weights_version() != self._cached_weights:
-                self._prefix_cache, self._cached_weights = PrefixCache(), self._weights_version()
+            version = self._weights_version()
+            if version != self._cached_weights:
+                self._prefix_cache, self._cached_weights = PrefixCache(), version
             self._prefix_cache.advance()
         size = sampling.batch_size or len(prompts)
         generations = [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(

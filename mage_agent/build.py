@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import logging
+import os
 from pathlib import Path
 from typing import Any
 
@@ -39,16 +40,83 @@ def resolve_device(name: str) -> str:
     return name
 
 
-def resolve_dtype(name: str, device: str) -> torch.dtype:
-    """``"auto"`` -> :func:`~mage_agent.policy.default_dtype` of ``device``; else the named dtype.
+#: CPU flags (``/proc/cpuinfo``) of native bfloat16 matrix products: AMX tiles, or AVX-512's
+#: bfloat16 dot products (measured on one: matmuls 2.4x float32's speed, a LoRA iteration of
+#: SmolLM2 see docs/benchmarks.md).
+BFLOAT16_FLAGS = ("amx_bf16", "avx512_bf16")
+
+
+def cpu_bfloat16_flag(cpuinfo: str | None = None) -> str | None:
+    """The first of :data:`BFLOAT16_FLAGS` that this CPU has (``cpuinfo``: the text of
+    ``/proc/cpuinfo``, read when not given), or ``None`` (none, or no ``/proc/cpuinfo``).
+
+    Example:
+        >>> cpu_bfloat16_flag("flags : fpu avx512f avx512_bf16"), cpu_bfloat16_flag("flags : fpu avx2")
+        ('avx512_bf16', None)
+    """
+    if cpuinfo is None:
+        try:
+            cpuinfo = Path("/proc/cpuinfo").read_text()
+        except OSError:
+            return None
+    flags = {flag for line in cpuinfo.splitlines() if line.startswith("flags") for flag in line.split()}
+    return next((flag for flag in BFLOAT16_FLAGS if flag in flags), None)
+
+
+def resolve_dtype(name: str, device: str, frozen_packed: bool = False, cpuinfo: str | None = None) -> torch.dtype:
+    """The named dtype, or for ``"auto"``: bfloat16 on a GPU; on CPU bfloat16 when the weights
+    are frozen and every forward pass is the packed one (``frozen_packed``: a LoRA run of a
+    Llama-family model that samples one action token per turn, without reflections; the
+    packed forward keeps the stream, adapters and logits in float32, transformers' own
+    forward would add the adapters in bfloat16) on a CPU with native bfloat16 products
+    (:func:`cpu_bfloat16_flag`), else float32. The choice and its reason are logged.
 
     Example:
         >>> resolve_dtype("auto", "cpu"), resolve_dtype("auto", "cuda:1"), resolve_dtype("bfloat16", "cpu")
         (torch.float32, torch.bfloat16, torch.bfloat16)
+        >>> resolve_dtype("auto", "cpu", frozen_packed=True, cpuinfo="flags : amx_bf16")
+        torch.bfloat16
     """
     if name not in DTYPES:
         raise ValueError(f"dtype must be one of {DTYPES}, got {name!r}")
-    return default_dtype(device) if name == "auto" else getattr(torch, name)
+    if name != "auto":
+        return getattr(torch, name)
+    if torch.device(device).type != "cpu":
+        return default_dtype(device)
+    flag = cpu_bfloat16_flag(cpuinfo)
+    if not frozen_packed:
+        LOG.info("dtype auto: float32 (bfloat16 on CPU is taken only when every forward is the packed one: LoRA "
+                 "on a Llama-family model, one action token per turn, no reflections)")
+        return torch.float32
+    if flag is None:
+        LOG.info("dtype auto: float32 (this CPU has no native bfloat16 products: none of %s)", ", ".join(BFLOAT16_FLAGS))
+        return torch.float32
+    LOG.info("dtype auto: bfloat16 frozen weights (the CPU has %s); the residual stream, LoRA adapters, logits, "
+             "optimizer and loss stay in float32", flag)
+    return torch.bfloat16
+
+
+#: Models with at least this many parameters train on every core by default (``threads: 0``):
+#: their matrix products are large enough to share (SmolLM2-135M: 1.5-1.8x on two cores);
+#: smaller ones (the embedded tiny model) are fastest on one.
+MANY_THREADS_PARAMETERS = 10_000_000
+
+
+def threads_for(threads: int, model: torch.nn.Module) -> int:
+    """The torch CPU threads of a run: ``threads`` when set, else (0) every core this process
+    may use for a model of :data:`MANY_THREADS_PARAMETERS` or more, one for a smaller one.
+
+    Example:
+        >>> threads_for(3, torch.nn.Linear(2, 2)), threads_for(0, torch.nn.Linear(2, 2))
+        (3, 1)
+    """
+    if threads:
+        return threads
+    if sum(p.numel() for p in model.parameters()) < MANY_THREADS_PARAMETERS:
+        return 1
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    LOG.info("threads auto: %d (a model of %d M parameters)", cores, sum(p.numel() for p in model.parameters()) // 10**6)
+    return cores
 
 
 def base_model_path(config: TrainConfig, output: Path) -> str:
@@ -76,15 +144,15 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     device = device or resolve_device(config.model.device)
-    dtype = resolve_dtype(config.model.dtype, device)
     base = base_model_path(config, output)
+    packed = packs(config, base)
+    dtype = resolve_dtype(config.model.dtype, device, frozen_packed=config.model.lora and packed and single_token(config))
     model_cfg = config.model
     lora = None
     if model_cfg.lora:
         lora = LoraSettings(model_cfg.lora_rank, model_cfg.lora_alpha, model_cfg.lora_dropout,
                             tuple(model_cfg.lora_target_modules))
     keep_reference = config.algo.kl_coef > 0
-    packed = packs(config, base)
     if checkpoint is None:
         return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype,
                                       system_prompt=model_cfg.system_prompt, packed_forward=packed)
@@ -101,6 +169,18 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference,
                   system_prompt=model_cfg.system_prompt, packed_forward=packed)
+
+
+def single_token(config: TrainConfig) -> bool:
+    """Whether every answer of the run is one sampled token (action tokens, a one-token
+    budget, no reflections): sampling then takes the packed forward too.
+
+    Example:
+        >>> single_token(TrainConfig())
+        True
+    """
+    rollout = config.rollout
+    return rollout.action_tokens and rollout.max_new_tokens == 1 and not config.env.reflection
 
 
 def packs(config: TrainConfig, base: str) -> bool:

@@ -32,7 +32,7 @@ from .loss import AGGREGATIONS, Aggregation
 #: How a group's copies meet opponents: one archetype for the group, or one drawn per copy.
 GroupOpponents = Literal["shared", "mixed"]
 GROUP_OPPONENTS: tuple[str, ...] = get_args(GroupOpponents)
-#: Model dtypes by name; ``"auto"`` is bfloat16 on a GPU and float32 on CPU.
+#: Model dtypes by name; ``"auto"``: see :func:`mage_agent.build.resolve_dtype`.
 Dtype = Literal["auto", "float32", "bfloat16", "float16"]
 DTYPES: tuple[str, ...] = get_args(Dtype)
 #: The learner's seat in a game: drawn every meta-episode, or fixed (``"0"`` moves first).
@@ -68,7 +68,9 @@ class ModelConfig:
     system_prompt: str = field(default="", metadata={
         "help": "chat models: the system message of every prompt ('' : the chat template's own)"})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', 'cuda:1'..."})
-    dtype: Dtype = field(default="auto", metadata={"help": "weights' dtype ('auto': bfloat16 on GPU, float32 on CPU)"})
+    dtype: Dtype = field(default="auto", metadata={
+        "help": "weights' dtype ('auto': bfloat16 on GPU; on CPU bfloat16 frozen weights for LoRA runs with the packed "
+                "forward where the CPU has AMX-BF16 or AVX512-BF16, else float32)"})
     activation_checkpointing: bool = field(default=False, metadata={
         "help": "recompute layer activations in the backward pass (less memory, more time)"})
     packed_forward: bool = field(default=True, metadata={
@@ -173,7 +175,10 @@ class AlgoConfig:
     epochs: int = field(default=2, metadata={"help": "passes over each iteration's batch"})
     minibatch_size: int = field(default=256, metadata={"help": "turns per optimizer step (split between processes)"})
     micro_batch_size: int = field(default=0, metadata={
-        "help": "turns per forward/backward pass (0: the minibatch); only memory changes"})
+        "help": "turns per forward/backward pass (0: cut by micro_batch_tokens); only memory changes"})
+    micro_batch_tokens: int = field(default=0, metadata={
+        "help": "with micro_batch_size 0: tokens per forward/backward pass, shared prefixes counted once (0: what "
+                "2 GiB of activations hold by the model's estimate; the minibatch whole when it fits)"})
     learning_rate: float = field(default=1e-3, metadata={"help": "AdamW's peak learning rate"})
     weight_decay: float = field(default=0.0, metadata={"help": "AdamW's weight decay"})
     max_grad_norm: float = field(default=1.0, metadata={"help": "gradient norm clipping threshold"})
@@ -195,7 +200,9 @@ class RunConfig:
         "help": "meta-episodes per opponent in the evaluations before and after training (0: none)"})
     eval_seed: int = field(default=1_000_000_000, metadata={
         "help": "evaluation seeds start here (disjoint from training)"})
-    threads: int = field(default=1, metadata={"help": "torch CPU threads (1 is fastest on a shared 2-core machine)"})
+    threads: int = field(default=0, metadata={
+        "help": "torch CPU threads (0: every core for a model of 10M parameters or more, else 1, fastest for the "
+                "embedded tiny model)"})
     tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs to <output_dir>/tensorboard"})
 
 
@@ -253,6 +260,8 @@ class TrainConfig:
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
+        if self.algo.micro_batch_tokens < 0:
+            raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:
             raise ValueError("micro_batch_size and generation_batch_size must be >= 0 (0: no limit)")
         if self.algo.max_sampling_draws < 1:

@@ -11,6 +11,12 @@ Two savings, both exact (up to float rounding):
   values, but its queries, attention output and MLP only matter at the positions whose
   hidden states are asked for (those that predict a completion token).
 
+With half-precision weights (bfloat16 on a CPU with native bfloat16 instructions, or on a
+GPU) the residual stream, norms, attention and LoRA adapters stay in float32: only the frozen
+weights' matrix products run in half precision, and their outputs join the float32 stream
+before an adapter's update is added. A LoRA update far smaller than its layer's output (as
+early in training) is then kept; added in bfloat16, it would be rounded away.
+
 Rows are run in chunks of similar widths (little padding); :func:`final_hidden` returns the
 final hidden states (after the last norm) at each row's query positions. In inference, a
 :class:`PrefixCache` carries a call's keys and values to the next call, whose rows that
@@ -55,8 +61,10 @@ CACHE_BYTES = 1 << 30
 #: Per layer, the keys and values of a pass: ``(batch, width, kv heads, head dim)`` each;
 #: the keys' head dimensions are interleaved (:func:`_rotated`), not in transformers' order.
 KeyValues = list[tuple[torch.Tensor, torch.Tensor]]
-#: A layer's query or key projection, its outputs interleaved (:func:`_interleaving`).
+#: A layer's projection as a function of the residual stream (:func:`_projection`).
 Projection = Callable[[torch.Tensor], torch.Tensor]
+#: Weight dtypes whose norms run in float32 on a float32 stream.
+HALF_OR_SINGLE = (torch.float32, torch.bfloat16, torch.float16)
 
 
 def supports(model_type: str) -> bool:
@@ -221,8 +229,7 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
     kept = None if cache is None else _Kept(cache.max_bytes)
-    projections = [(_interleaving(layer.self_attn.q_proj, layer.self_attn.head_dim),
-                    _interleaving(layer.self_attn.k_proj, layer.self_attn.head_dim)) for layer in lm.model.layers]
+    projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
     for batch in chunks(plan.prefixes):
         part = [plan.prefixes[i] for i in batch]
         hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections)
@@ -519,11 +526,8 @@ def _interleaved(heads: int, head_dim: int, device: torch.device | None = None) 
     return (one + head_dim * torch.arange(heads, device=device)[:, None]).flatten()
 
 
-def _interleaving(projection: torch.nn.Module, head_dim: int) -> Projection:
-    """``projection`` with its outputs in :func:`_interleaved` order. A plain ``Linear``
-    without hooks gets its rows reordered here, once per :func:`final_hidden` call (a copy of
-    the weight, no pass over the states); anything else (an adapter such as LoRA, a hooked
-    module) runs as it is and its outputs are reordered.
+def _interleaving(projection: Any, head_dim: int, dtype: torch.dtype | None = None) -> Projection:
+    """``projection`` with its outputs in :func:`_interleaved` order (see :func:`_projection`).
 
     Example:
         >>> projection, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
@@ -532,17 +536,136 @@ def _interleaving(projection: torch.nn.Module, head_dim: int) -> Projection:
         >>> torch.allclose(_interleaving(projection, 4)(x), projection(x)[:, [0, 2, 1, 3]])
         True
     """
-    if type(projection) is torch.nn.Linear and not (projection._forward_hooks or projection._forward_pre_hooks):
-        order = _interleaved(projection.out_features // head_dim, head_dim, projection.weight.device)
-        weight = projection.weight.index_select(0, order)
-        bias = None if projection.bias is None else projection.bias.index_select(0, order)
+    return _projection(projection, dtype, head_dim)
+
+
+def _projection(module: Any, dtype: torch.dtype | None = None, head_dim: int = 0) -> Projection:
+    """``module`` as a function of the residual stream ``x`` (of ``dtype``; ``None``: the
+    module's own), returning ``dtype``, its outputs in :func:`_interleaved` order when
+    ``head_dim`` is given. A plain ``Linear`` without hooks gets its rows reordered here, once
+    per :func:`final_hidden` call (a copy of the weight, no pass over the states); a peft LoRA
+    layer on half-precision weights runs its frozen product in their precision and its
+    adapters in theirs (float32), their sum in ``dtype``; anything else runs as it is (on
+    ``x`` cast to its weights' dtype) and its outputs are cast and reordered.
+
+    Example (bfloat16 weights, a float32 stream):
+        >>> projection = torch.nn.Linear(4, 4).to(torch.bfloat16)
+        >>> _projection(projection, torch.float32)(torch.randn(2, 4)).dtype
+        torch.float32
+    """
+    weight = getattr(module, "weight", None)   # a peft layer's is its base layer's
+    own = weight.dtype if isinstance(weight, torch.Tensor) else next(module.parameters()).dtype
+    dtype = dtype or own
+    order = None
+    if head_dim:
+        out_features = getattr(module, "base_layer", module).out_features
+        order = _interleaved(out_features // head_dim, head_dim, next(module.parameters()).device)
+    if _plain_linear(module):
+        return _linear(module.weight, module.bias, order, dtype)
+    lora = _lora_parts(module) if own != dtype else None
+    if lora is not None:
+        base = _linear(module.base_layer.weight, module.base_layer.bias, order, dtype)
+        updates = [(dropout, a.weight.dtype, _linear(a.weight, a.bias, None, a.weight.dtype),
+                    _linear(b.weight, b.bias, order, b.weight.dtype), scaling) for dropout, a, b, scaling in lora]
+
+        def adapted(x: torch.Tensor) -> torch.Tensor:
+            out = base(x)
+            for dropout, adapter_dtype, down, up, scaling in updates:
+                out = out + (up(down(dropout(x.to(adapter_dtype)))) * scaling).to(dtype)
+            return out
+
+        return adapted
+
+    def as_it_is(x: torch.Tensor) -> torch.Tensor:
+        states = module(x.to(own)).to(dtype)
+        return states if order is None else states.index_select(-1, order)
+
+    return as_it_is
+
+
+def _plain_linear(module: Any) -> bool:
+    return type(module) is torch.nn.Linear and not (module._forward_hooks or module._forward_pre_hooks)
+
+
+def _linear(weight: torch.Tensor, bias: torch.Tensor | None, order: torch.Tensor | None,
+            dtype: torch.dtype) -> Projection:
+    """``x -> linear(x, weight, bias)`` with the weight's rows in ``order`` (when given), computed
+    in the weight's dtype and returned in ``dtype``."""
+    if order is not None:
+        weight = weight.index_select(0, order)
+        bias = None if bias is None else bias.index_select(0, order)
+    if weight.dtype == dtype:
         return lambda x: torch.nn.functional.linear(x, weight, bias)
+    return lambda x: torch.nn.functional.linear(x.to(weight.dtype), weight, bias).to(dtype)
 
-    def reordered(x: torch.Tensor) -> torch.Tensor:
-        states = projection(x)
-        return states.index_select(-1, _interleaved(states.shape[-1] // head_dim, head_dim, states.device))
 
-    return reordered
+def _lora_parts(module: Any) -> list[tuple[Any, Any, Any, float]] | None:
+    """A peft LoRA ``Linear``'s active plain adapters ``(dropout, A, B, scaling)`` ([] while
+    adapters are disabled), or ``None`` when ``module`` is not one that :func:`_projection`
+    can run in parts (merged, a variant such as DoRA, hooks, a base that is not a plain ``Linear``)."""
+    try:
+        from peft.tuners.lora import Linear as LoraLinear
+    except ImportError:   # peft is optional
+        return None
+    if type(module) is not LoraLinear or module.merged or module._forward_hooks or module._forward_pre_hooks:
+        return None
+    if not _plain_linear(module.base_layer):
+        return None
+    if module.disable_adapters:
+        return []
+    active = [name for name in module.active_adapters if name in module.lora_A.keys()]
+    if any(name in module.lora_variant for name in active):
+        return None
+    parts = [(module.lora_dropout[name], module.lora_A[name], module.lora_B[name], module.scaling[name])
+             for name in active]
+    if not all(_plain_linear(a) and _plain_linear(b) for _, a, b, _ in parts):
+        return None
+    return parts
+
+
+def residual_dtype(lm: LlamaForCausalLM) -> torch.dtype:
+    """The dtype of the residual stream in :func:`final_hidden`: the weights' own, at least
+    float32 (half-precision weights run their products in their precision, the rest in float32).
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> residual_dtype(build_model(build_tokenizer(["a"])).to(torch.bfloat16))
+        torch.float32
+    """
+    return torch.promote_types(lm.model.embed_tokens.weight.dtype, torch.float32)
+
+
+@dataclass(frozen=True)
+class _LayerProjections:
+    """A decoder layer's projections as :func:`_decoder_pass` runs them, on the residual dtype."""
+
+    query: Projection
+    key: Projection
+    value: Projection
+    output: Projection
+    mlp: Projection
+
+    @classmethod
+    def of(cls, layer: Any, dtype: torch.dtype) -> _LayerProjections:
+        head_dim = layer.self_attn.head_dim
+        attention = layer.self_attn
+        return cls(_projection(attention.q_proj, dtype, head_dim), _projection(attention.k_proj, dtype, head_dim),
+                   _projection(attention.v_proj, dtype), _projection(attention.o_proj, dtype), _mlp(layer.mlp, dtype))
+
+
+def _mlp(mlp: Any, dtype: torch.dtype) -> Projection:
+    """A Llama MLP on the residual stream: as it is when its weights are of ``dtype``; with
+    plain half-precision weights wholly in their precision (no adapter reads its inside),
+    its output cast to ``dtype``; else each projection through :func:`_projection`."""
+    parts = (mlp.gate_proj, mlp.up_proj, mlp.down_proj)
+    dtypes = {part.weight.dtype for part in parts}   # a peft layer's weight is its base layer's
+    if dtypes == {dtype}:
+        return mlp
+    if all(_plain_linear(part) for part in parts) and len(dtypes) == 1:
+        (low,) = dtypes
+        return lambda x: mlp(x.to(low)).to(dtype)
+    gate, up, down = (_projection(part, dtype) for part in parts)
+    return lambda x: down(mlp.act_fn(gate(x)) * up(x))
 
 
 def _rotated(project: Projection, x: torch.Tensor, head_dim: int, turn: torch.Tensor) -> torch.Tensor:
@@ -569,16 +692,16 @@ def _rotated(project: Projection, x: torch.Tensor, head_dim: int, turn: torch.Te
 
 
 def _norm(norm: torch.nn.Module, x: torch.Tensor) -> torch.Tensor:
-    """``norm(x)``; a float32 :class:`LlamaRMSNorm` through torch's fused ``rms_norm`` (the
-    same values, half the time with its gradient).
+    """``norm(x)``; a :class:`LlamaRMSNorm` on a float32 ``x`` through torch's fused ``rms_norm``
+    (the same values, half the time with its gradient), its weight in float32.
 
     Example:
         >>> norm, x = LlamaRMSNorm(8), torch.randn(3, 8)
         >>> torch.equal(_norm(norm, x), norm(x))
         True
     """
-    if type(norm) is LlamaRMSNorm and x.dtype == torch.float32 and norm.weight.dtype == torch.float32:
-        return torch.nn.functional.rms_norm(x, norm.weight.shape, norm.weight, norm.variance_epsilon)
+    if type(norm) is LlamaRMSNorm and x.dtype == torch.float32 and norm.weight.dtype in HALF_OR_SINGLE:
+        return torch.nn.functional.rms_norm(x, norm.weight.shape, norm.weight.to(x.dtype), norm.variance_epsilon)
     return norm(x)
 
 
@@ -587,13 +710,13 @@ def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
     return x.view(*x.shape[:2], -1, head_dim)
 
 
-def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple[Projection, Projection]],
+def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_LayerProjections],
                   past: _Past | None = None, with_past: bool = False) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
     of the real query positions, row by row (``None``: no row is read), and the pass's keys
     and values (``with_past``: all that its rows read, ``past``'s right-padded, then their own)."""
     base = lm.model
-    hidden = base.embed_tokens(inputs.ids)
+    hidden = base.embed_tokens(inputs.ids).to(residual_dtype(lm))
     cos, sin = base.rotary_emb(hidden, inputs.positions)
     half = cos.shape[-1] // 2   # Llama's angles repeat over the two halves of a head (every rope type)
     real = torch.promote_types(cos.dtype, torch.float32)   # half precision turns in float32
@@ -605,9 +728,9 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple
     for number, layer in enumerate(base.layers):
         attention = layer.self_attn
         x = _norm(layer.input_layernorm, hidden)
-        query_projection, key_projection = projections[number]
-        key = _rotated(key_projection, x, attention.head_dim, turn)
-        value = _heads(attention.v_proj(x), attention.head_dim)
+        project = projections[number]
+        key = _rotated(project.key, x, attention.head_dim, turn)
+        value = _heads(project.value(x), attention.head_dim)
         if not with_past:
             present.append((key, value))
         if past is not None:
@@ -624,11 +747,11 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[tuple
                 key, value = key.index_select(0, inputs.reads), value.index_select(0, inputs.reads)
                 valid = None if valid is None else valid.index_select(0, inputs.reads)
             mask = _mask(inputs.query_positions, width, valid)
-        query = _rotated(query_projection, x, attention.head_dim, turn)
+        query = _rotated(project.query, x, attention.head_dim, turn)
         attended, _ = sdpa_attention_forward(attention, query.transpose(1, 2), key.transpose(1, 2),
                                              value.transpose(1, 2), mask, dropout=0.0, scaling=attention.scaling)
-        hidden = hidden + attention.o_proj(attended.reshape(*attended.shape[:2], -1))
-        hidden = hidden + layer.mlp(_norm(layer.post_attention_layernorm, hidden))
+        hidden = hidden + project.output(attended.reshape(*attended.shape[:2], -1))
+        hidden = hidden + project.mlp(_norm(layer.post_attention_layernorm, hidden))
     return take(_norm(base.norm, hidden), inputs.real[:, None])[:, 0], present
 
 

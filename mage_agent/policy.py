@@ -50,6 +50,10 @@ def moved(model: _Module, device: torch.device) -> _Module:
     module: torch.nn.Module = model
     return cast(_Module, module.to(device))
 
+#: Vocabularies up to this size keep their whole LM head when every row's allowed tokens are
+#: given (it costs little, and the embedded model's results stay as they were); larger ones
+#: compute the logits of the allowed tokens only.
+WHOLE_HEAD_VOCABULARY = 4096
 #: Entries a tokenizer cache of :class:`Policy` holds before it starts afresh. Rollouts
 #: repeat prompts (a group's copies, the same states across iterations) and action names.
 CACHE_LIMIT = 20_000
@@ -326,14 +330,16 @@ class Policy:
 
     def _generate_batch(self, encoded: list[list[int]], sampling: Sampling,
                         allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
-        allowed_mask = self._allowed_mask(allowed_ids, len(encoded))
         self.model.eval()
         decoder: _Decoder | None = None
+        columns = None
         if self.packed_forward and sampling.max_new_tokens == 1:  # a single token: no KV cache to keep
-            logits = self._next_token_logits(encoded)
+            columns = self._columns(allowed_ids)
+            logits = self._next_token_logits(encoded, columns)
         else:
             decoder = _Decoder(self.model, *self._left_pad(encoded))
             logits = decoder.logits
+        allowed_mask = self._allowed_mask(allowed_ids, len(encoded), columns)
         eos = self.tokenizer.eos_token_id
         finished = [False] * len(encoded)
         #: where a row's text ends, once it holds a stop string
@@ -342,8 +348,9 @@ class Policy:
         logprobs: list[list[float]] = [[] for _ in encoded]
         for step in range(sampling.max_new_tokens):
             scores = self._scores(logits, sampling.temperature, allowed_mask)
-            token = self._sample(scores, sampling, generator)
-            token_logprob = torch.log_softmax(scores, -1).gather(-1, token[:, None])[:, 0]
+            column = self._sample(scores, sampling, generator)
+            token_logprob = torch.log_softmax(scores, -1).gather(-1, column[:, None])[:, 0]
+            token = column if columns is None else columns[column]
             for row, (sampled, logprob) in enumerate(zip(token.tolist(), token_logprob.tolist())):
                 if not finished[row]:
                     tokens[row].append(sampled)
@@ -381,17 +388,35 @@ class Policy:
         mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], dtype=torch.long)
         return ids.to(self.device), mask.to(self.device)
 
-    def _allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int) -> torch.Tensor | None:
+    def _vocabulary_size(self) -> int:
+        return self.model.get_output_embeddings().weight.shape[0]
+
+    def _columns(self, allowed_ids: Sequence[list[int] | None] | None) -> torch.Tensor | None:
+        """The token ids whose logits are computed, sorted: every row's allowed tokens when
+        every row has some and the vocabulary is larger than :data:`WHOLE_HEAD_VOCABULARY`;
+        ``None`` (the whole vocabulary) otherwise."""
+        if (allowed_ids is None or any(ids is None for ids in allowed_ids)
+                or self._vocabulary_size() <= WHOLE_HEAD_VOCABULARY):
+            return None
+        return torch.tensor(sorted({token for ids in allowed_ids if ids is not None for token in ids}),
+                            dtype=torch.long, device=self.device)
+
+    def _allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int,
+                      columns: torch.Tensor | None = None) -> torch.Tensor | None:
+        """Which tokens each row may take, ``(rows, vocabulary)``, or over ``columns`` only."""
         if allowed_ids is None or all(a is None for a in allowed_ids):
             return None
-        vocab = self.model.get_output_embeddings().weight.shape[0]
-        mask = torch.zeros((rows, vocab), dtype=torch.bool)
+        width = self._vocabulary_size() if columns is None else len(columns)
+        mask = torch.zeros((rows, width), dtype=torch.bool)
         free = [row for row, ids in enumerate(allowed_ids) if ids is None]
         if free:
             mask[free] = True
         rows_of = [row for row, ids in enumerate(allowed_ids) if ids is not None for _ in ids]
         if rows_of:
-            mask[rows_of, [token for ids in allowed_ids if ids is not None for token in ids]] = True
+            tokens = [token for ids in allowed_ids if ids is not None for token in ids]
+            if columns is not None:
+                tokens = torch.searchsorted(columns.cpu(), torch.tensor(tokens)).tolist()
+            mask[rows_of, tokens] = True
         return mask.to(self.device)
 
     @staticmethod
@@ -432,9 +457,10 @@ class Policy:
         """
         rows = len(prompt_ids)
         model, context = self._scorer(reference)
+        columns = self._columns(allowed_ids) if self.packed_forward else None
         with context:
             if self.packed_forward:
-                picked = self._packed_completion_logits(model, prompt_ids, completion_ids)
+                picked = self._packed_completion_logits(model, prompt_ids, completion_ids, columns)
             else:
                 picked = self._padded_completion_logits(model, prompt_ids, completion_ids)
         comp_width = max(len(c) for c in completion_ids)
@@ -443,7 +469,9 @@ class Policy:
         mask = torch.tensor([[True] * len(c) + [False] * (comp_width - len(c)) for c in completion_ids],
                             dtype=torch.bool)
         targets, mask = targets.to(self.device), mask.to(self.device)
-        allowed = self._allowed_mask(allowed_ids, rows)
+        if columns is not None:   # the targets' places among the columns (padding's: any)
+            targets = torch.searchsorted(columns, targets).clamp(max=len(columns) - 1)
+        allowed = self._allowed_mask(allowed_ids, rows, columns)
         if allowed is not None:
             allowed = allowed[:, None, :].expand_as(picked)
         scores = picked.float() / temperature
@@ -485,10 +513,10 @@ class Policy:
         return logits[source[:, None], gather_pos]
 
     def _packed_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
-                                  completion_ids: Sequence[list[int]]) -> torch.Tensor:
+                                  completion_ids: Sequence[list[int]], columns: torch.Tensor | None = None) -> torch.Tensor:
         """:meth:`_padded_completion_logits` through :func:`~mage_agent.packing.final_hidden`:
         rows with the same input share it, and only the hidden states that predict a
-        completion token reach the LM head."""
+        completion token reach the LM head (its ``columns`` only, when given)."""
         inputs = [tuple(p) + tuple(c[:-1]) for p, c in zip(prompt_ids, completion_ids)]
         unique, source = distinct(inputs)
         first = [len(row) for row in unique]   # each input's first read position: its shortest prompt's last
@@ -501,15 +529,16 @@ class Policy:
                              dtype=torch.long, device=self.device)
         lm = self._llama(model)
         hidden = final_hidden(lm, unique, first).index_select(0, index)
-        return lm.lm_head(hidden.view(len(inputs), comp_width, -1))
+        return head_logits(lm, hidden.view(len(inputs), comp_width, -1), columns)
 
-    def _next_token_logits(self, encoded: list[list[int]]) -> torch.Tensor:
-        """The logits of the token after each prompt (``(rows, vocabulary)``), through
-        :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
+    def _next_token_logits(self, encoded: list[list[int]], columns: torch.Tensor | None = None) -> torch.Tensor:
+        """The logits of the token after each prompt (``(rows, vocabulary)``, or ``columns``
+        only), through :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
         unique, source = distinct([tuple(row) for row in encoded])
         lm = self._llama(self.model)
         hidden = final_hidden(lm, unique, [len(row) - 1 for row in unique], self._prefix_cache)
-        return lm.lm_head(hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)))
+        return head_logits(lm, hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)),
+                           columns)
 
     def _base(self, model: CausalLM) -> PreTrainedModel:
         """The transformers model of ``model`` (inside its peft wrapper, if any)."""
@@ -553,6 +582,26 @@ class Policy:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
+
+
+def head_logits(lm: LlamaForCausalLM, hidden: torch.Tensor, columns: torch.Tensor | None = None) -> torch.Tensor:
+    """The LM head's logits of final hidden states, in their dtype (float32 for a model in
+    half precision: logits near 20 would be rounded to 1/8 in bfloat16), of the vocabulary's
+    ``columns`` only when given.
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["check bet"]))
+        >>> hidden = torch.randn(2, lm.config.hidden_size)
+        >>> torch.allclose(head_logits(lm, hidden, torch.tensor([3, 5])), lm.lm_head(hidden)[:, [3, 5]])
+        True
+    """
+    head = lm.lm_head
+    if columns is None and head.weight.dtype == hidden.dtype:
+        return head(hidden)
+    weight = head.weight if columns is None else head.weight.index_select(0, columns)
+    bias = head.bias if columns is None or head.bias is None else head.bias.index_select(0, columns)
+    return torch.nn.functional.linear(hidden, weight.to(hidden.dtype), None if bias is None else bias.to(hidden.dtype))
 
 
 def distinct(rows: Sequence[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], list[int]]:

@@ -14,7 +14,9 @@ Example:
 
 from __future__ import annotations
 
+import copy
 import importlib.metadata
+import json
 import os
 import shutil
 import tempfile
@@ -75,21 +77,49 @@ def resolve_model_path(name_or_path: str) -> str:
     folder = cache_dir() / "models" / name_or_path
     if not (folder / "model.safetensors").exists():
         convert_gguf(embedded_file(name_or_path), folder)
+    drop_quantization_config(folder / "config.json")   # a folder converted by an earlier release kept it
     return str(folder)
+
+
+def drop_quantization_config(config_file: Path) -> bool:
+    """Remove a GGUF ``quantization_config`` from a converted folder's ``config.json``
+    (rewritten whole, atomically); whether there was one. The weights there are plain
+    tensors: with the entry, transformers would attach a GGUF quantizer to the model (and
+    warn on a bfloat16 load that "the weights stay quantized").
+
+    Example:
+        >>> import json, tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "config.json"
+        >>> _ = path.write_text(json.dumps({"model_type": "llama", "quantization_config": {"quant_method": "gguf"}}))
+        >>> drop_quantization_config(path), json.loads(path.read_text()), drop_quantization_config(path)
+        (True, {'model_type': 'llama'}, False)
+    """
+    config = json.loads(config_file.read_text())
+    if (config.get("quantization_config") or {}).get("quant_method") != "gguf":
+        return False
+    del config["quantization_config"]
+    staging = config_file.with_name(f".{config_file.name}.{os.getpid()}")
+    staging.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
+    staging.replace(config_file)
+    return True
 
 
 def convert_gguf(gguf: Path, folder: Path) -> Path:
     """Write ``gguf`` as a transformers folder (config, safetensors weights, tokenizer).
 
     transformers loads a GGUF file (de-quantised to float32) but refuses to
-    ``save_pretrained`` such a model, so the weights go into a model built from its config.
+    ``save_pretrained`` such a model, so the weights go into a model built from its config,
+    without the GGUF ``quantization_config``.
     The folder appears whole or not at all (written aside, then renamed), so concurrent
     first uses are safe."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(gguf.parent, gguf_file=gguf.name)
     loaded = AutoModelForCausalLM.from_pretrained(gguf.parent, gguf_file=gguf.name)
-    model = AutoModelForCausalLM.from_config(loaded.config)
+    config = copy.deepcopy(loaded.config)
+    if hasattr(config, "quantization_config"):   # the weights written are plain tensors
+        del config.quantization_config
+    model = AutoModelForCausalLM.from_config(config)
     model.load_state_dict(loaded.state_dict())
     model.generation_config = loaded.generation_config
     folder.parent.mkdir(parents=True, exist_ok=True)

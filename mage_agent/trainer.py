@@ -37,11 +37,12 @@ import torch
 from tqdm.auto import tqdm
 
 from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
-from .build import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of
+from .build import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of, threads_for
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
 from .loss import ppo_loss
+from .memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, available_bytes, micro_batches, padded_tokens
 from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
 
@@ -119,7 +120,6 @@ class Trainer:
         device = self.world.device(device)  # before any collective: NCCL needs each process's GPU
         self.shard = self.world.shard_bounds(config.rollout.groups_per_iteration)
         self.progress = progress and self.world.is_main
-        torch.set_num_threads(max(1, config.run.threads))
         torch.manual_seed(config.run.seed)
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
@@ -135,6 +135,7 @@ class Trainer:
             base_model_path(config, self.output)
         self.world.barrier()
         self.policy: Policy = build_policy(config, self.output, checkpoint, device=device)
+        torch.set_num_threads(threads_for(config.run.threads, self.policy.model))
         self.world.broadcast_parameters(self.policy.model)
         self.sampling = sampling_of(config)
         algo = config.algo
@@ -142,6 +143,11 @@ class Trainer:
             self.policy.trainable_parameters(), lr=algo.learning_rate, weight_decay=algo.weight_decay
         )
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, self._lr_factor)
+        #: activations per token of the update's forward pass (an estimate), and the tokens a
+        #: micro-batch holds (``micro_batch_tokens``, or what fits the default memory budget)
+        weights = next(self.policy.model.parameters())
+        self.bytes_per_token = activation_bytes_per_token(self.policy.model.config, weights.element_size())
+        self.token_budget = algo.micro_batch_tokens or max(1, DEFAULT_BUDGET_BYTES // self.bytes_per_token)
         self.runner = RolloutRunner(
             config.env.env_id, env_kwargs(config),
             num_envs=(self.shard[1] - self.shard[0]) * config.rollout.group_size,
@@ -318,22 +324,21 @@ class Trainer:
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float) -> dict[str, float]:
-        """Forward and backward on one minibatch, ``micro_batch_size`` rows at a time (the
-        gradients accumulate). The loss averages over ``token_count`` tokens (the step's
-        tokens on every process); returns the minibatch's token-mean diagnostics."""
+        """Forward and backward on one minibatch, one micro-batch at a time (the gradients
+        accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
+        step's tokens on every process); returns the minibatch's token-mean diagnostics."""
         algo = self.config.algo
-        micro = algo.micro_batch_size or len(batch)
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
-        for start in range(0, len(batch), micro):
-            part = batch[start:start + micro]
+        for rows in self._micro_batches(batch):
+            part = [batch[i] for i in rows]
             new, entropy, mask = self.policy.completion_logprobs(
                 [t.prompt_ids for t in part], [t.completion_ids for t in part],
                 temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part],
             )
             old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
-            ref = None if reference is None else reference[start:start + micro, : new.shape[1]].to(new.device)
-            part_advantages = torch.tensor(advantages[start:start + micro], dtype=torch.float32, device=new.device)
+            ref = None if reference is None else reference[rows, : new.shape[1]].to(new.device)
+            part_advantages = torch.tensor(advantages[rows], dtype=torch.float32, device=new.device)
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
                                   kl_coef=algo.kl_coef, entropy_coef=entropy_coef, token_count=token_count,
                                   clip_high=algo.clip_high, aggregation=algo.loss_aggregation)
@@ -342,6 +347,27 @@ class Trainer:
             for key in _LOSS_KEYS[:-1]:
                 stats[key] += weight * getattr(part_stats, key)
         return stats
+
+    def _micro_batches(self, batch: list[Turn]) -> list[list[int]]:
+        """The minibatch's rows by micro-batch: ``micro_batch_size`` turns at a time when set,
+        else cut to :attr:`token_budget` tokens (:func:`~mage_agent.memory.micro_batches`; the
+        rows in their order when they fit in one). A micro-batch whose activations would not
+        fit in the memory available stops the run with a clear error, before it is run."""
+        micro = self.config.algo.micro_batch_size
+        if micro:
+            return [list(range(start, min(start + micro, len(batch)))) for start in range(0, len(batch), micro)]
+        inputs = [t.prompt_ids + t.completion_ids[:-1] for t in batch]
+        parts = micro_batches(inputs, self.token_budget)
+        if len(parts) == 1:
+            return [list(range(len(batch)))]
+        largest = max(padded_tokens([inputs[i] for i in part]) for part in parts)
+        available = available_bytes()
+        if available is not None and largest * self.bytes_per_token > 0.9 * available:
+            raise MemoryError(
+                f"a micro-batch of {largest} tokens needs about {largest * self.bytes_per_token / 2**30:.1f} GiB of "
+                f"activations and {available / 2**30:.1f} GiB are available: lower --micro-batch-tokens "
+                f"(now {self.token_budget}) or the prompt length; the run stops here, its checkpoints kept")
+        return parts
 
     # ------------------------------------------------------------------ bookkeeping
     def summarise(self, iteration: int, batch: RolloutBatch, stats: dict[str, float],

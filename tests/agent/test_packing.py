@@ -339,3 +339,42 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
         lookups.clear()
         compare(5)   # outside the block nothing is kept
         assert lookups == [] and packed._prefix_cache is None
+
+
+def test_the_transformers_internals_that_packing_reads_are_as_it_expects():
+    """packing.py calls transformers internals directly; an upgrade that changes one fails
+    here, naming it (the pinned range in pyproject.toml is what these tests ran on)."""
+    import importlib.metadata
+    import inspect
+    import re
+    from pathlib import Path
+
+    from transformers.integrations.sdpa_attention import sdpa_attention_forward
+    from transformers.models.llama import modeling_llama
+
+    version = tuple(int(part) for part in importlib.metadata.version("transformers").split(".")[:2])
+    pinned = re.search(r'"transformers>=(\d+)\.(\d+),<(\d+)\.(\d+)"',
+                       (Path(__file__).parents[2] / "pyproject.toml").read_text())
+    assert pinned, "pyproject.toml no longer bounds transformers as >=X.Y,<X.Z"
+    bounds = [pinned.groups()[:2], pinned.groups()[2:]]
+    assert tuple(map(int, bounds[0])) <= version < tuple(map(int, bounds[1])), \
+        f"transformers {version} is outside the tested range {bounds} of pyproject.toml"
+    parameters = list(inspect.signature(sdpa_attention_forward).parameters)
+    assert parameters[:5] == ["module", "query", "key", "value", "attention_mask"], \
+        f"transformers.integrations.sdpa_attention.sdpa_attention_forward's signature changed: {parameters}"
+    assert {"dropout", "scaling"} <= set(parameters), "sdpa_attention_forward no longer takes dropout= and scaling="
+    config = LlamaConfig(vocab_size=16, hidden_size=16, intermediate_size=32, num_hidden_layers=1,
+                         num_attention_heads=2, num_key_value_heads=1)
+    model = LlamaForCausalLM(config)
+    layer = model.model.layers[0]
+    for owner, names in ((model.model, ("embed_tokens", "layers", "norm", "rotary_emb")),
+                         (layer, ("self_attn", "mlp", "input_layernorm", "post_attention_layernorm")),
+                         (layer.self_attn, ("q_proj", "k_proj", "v_proj", "o_proj", "head_dim", "scaling")),
+                         (layer.mlp, ("gate_proj", "up_proj", "down_proj", "act_fn"))):
+        missing = [name for name in names if not hasattr(owner, name)]
+        assert not missing, f"transformers' {type(owner).__name__} no longer has {missing}"
+    assert type(layer.input_layernorm) is modeling_llama.LlamaRMSNorm, "LlamaRMSNorm is no longer the layers' norm"
+    cos, sin = model.model.rotary_emb(torch.zeros(1, 3, 16), torch.arange(3)[None])
+    half = cos.shape[-1] // 2
+    assert cos.shape == (1, 3, layer.self_attn.head_dim) and torch.equal(cos[..., :half], cos[..., half:]), \
+        "LlamaRotaryEmbedding no longer returns (cos, sin) of shape (batch, positions, head_dim) with repeated halves"

@@ -5,6 +5,7 @@ these tests skip, naming the install command, when it is absent. The first use o
 converts the GGUF file into the cache (about 30 s); later loads take under a second.
 """
 
+import copy
 import json
 
 import pytest
@@ -12,7 +13,7 @@ import torch
 
 from mage_agent import pretrained
 from mage_agent.config import TrainConfig, apply_overrides
-from mage_agent.policy import Policy, Sampling
+from mage_agent.policy import LoraSettings, Policy, Sampling
 from mage_agent.trainer import Trainer
 
 try:
@@ -45,6 +46,41 @@ def test_the_cached_folder_holds_the_gguf_weights_exactly(policy):
     ids = torch.tensor([policy.encode_prompt("You hold the King. Bet or check?")])
     with torch.no_grad():
         assert torch.equal(policy.model(ids).logits, loaded(ids).logits)
+
+
+def test_the_converted_model_has_no_gguf_quantizer(policy):
+    """The converted folder holds plain tensors: no GGUF ``quantization_config`` in its
+    config (transformers would attach a quantizer), also when loaded in bfloat16."""
+    from transformers import AutoModelForCausalLM
+
+    folder = pretrained.resolve_model_path("smollm2-135m")
+    assert "quantization_config" not in json.loads((pretrained.Path(folder) / "config.json").read_text())
+    for model in (policy.model, AutoModelForCausalLM.from_pretrained(folder, dtype=torch.bfloat16)):
+        assert getattr(model, "hf_quantizer", None) is None
+        assert getattr(model.config, "quantization_config", None) is None
+
+
+def test_a_lora_update_moves_bfloat16_log_probs_as_float32(policy):
+    """SmolLM2's layer outputs are large next to an adapter's early updates: summed in
+    bfloat16 (transformers' own forward of a bfloat16 model) about half of three Adam steps'
+    effect on the log-probs is rounded away; the packed forward's float32 stream keeps it
+    (measured: 1.04 of float32's, against 0.54)."""
+    from .test_half_precision import half_copy, share_of, trained_change
+
+    torch.manual_seed(0)
+    single = Policy(copy.deepcopy(policy.model), policy.tokenizer, lora=LoraSettings(dropout=0.0),
+                    packed_forward=True)
+    half = Policy(half_copy(single), policy.tokenizer, packed_forward=True)
+    plain = Policy(copy.deepcopy(half.model), policy.tokenizer)
+    texts = [f"Kuhn Poker. Your card: {card}. The opponent {move}. Legal actions: fold, call."
+             for card in ("Jack", "Queen", "King") for move in ("bets", "bets 1 chip", "raises", "bets again")]
+    prompts = policy.encode_prompts(texts)
+    allowed = [policy.single_token_ids(["fold", "call"])] * len(prompts)
+    completions = [[ids[row % 2]] for row, ids in enumerate(allowed)]
+    want, got, rounded = trained_change([single, half, plain], prompts, completions, allowed, lr=1e-4)
+    assert want.abs().mean() > 0.05
+    assert 0.85 < share_of(got, want) < 1.15 and torch.corrcoef(torch.stack([got, want]))[0, 1] > 0.95
+    assert share_of(rounded, want) < 0.8
 
 
 def test_a_missing_wheel_says_how_to_install_it(monkeypatch):

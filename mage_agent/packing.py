@@ -526,19 +526,6 @@ def _interleaved(heads: int, head_dim: int, device: torch.device | None = None) 
     return (one + head_dim * torch.arange(heads, device=device)[:, None]).flatten()
 
 
-def _interleaving(projection: Any, head_dim: int, dtype: torch.dtype | None = None) -> Projection:
-    """``projection`` with its outputs in :func:`_interleaved` order (see :func:`_projection`).
-
-    Example:
-        >>> projection, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
-        >>> torch.allclose(_interleaving(projection, 2)(x), projection(x)[:, [0, 1, 2, 3]])
-        True
-        >>> torch.allclose(_interleaving(projection, 4)(x), projection(x)[:, [0, 2, 1, 3]])
-        True
-    """
-    return _projection(projection, dtype, head_dim)
-
-
 def _projection(module: Any, dtype: torch.dtype | None = None, head_dim: int = 0) -> Projection:
     """``module`` as a function of the residual stream ``x`` (of ``dtype``; ``None``: the
     module's own), returning ``dtype``, its outputs in :func:`_interleaved` order when
@@ -548,9 +535,13 @@ def _projection(module: Any, dtype: torch.dtype | None = None, head_dim: int = 0
     adapters in theirs (float32), their sum in ``dtype``; anything else runs as it is (on
     ``x`` cast to its weights' dtype) and its outputs are cast and reordered.
 
-    Example (bfloat16 weights, a float32 stream):
-        >>> projection = torch.nn.Linear(4, 4).to(torch.bfloat16)
-        >>> _projection(projection, torch.float32)(torch.randn(2, 4)).dtype
+    Example (outputs interleaved by heads of 2 and 4; bfloat16 weights on a float32 stream):
+        >>> projection, x = torch.nn.Linear(3, 4), torch.randn(2, 3)
+        >>> torch.allclose(_projection(projection, head_dim=2)(x), projection(x)[:, [0, 1, 2, 3]])
+        True
+        >>> torch.allclose(_projection(projection, head_dim=4)(x), projection(x)[:, [0, 2, 1, 3]])
+        True
+        >>> _projection(projection.to(torch.bfloat16), torch.float32)(x).dtype
         torch.float32
     """
     weight = getattr(module, "weight", None)   # a peft layer's is its base layer's
@@ -669,7 +660,7 @@ def _mlp(mlp: Any, dtype: torch.dtype) -> Projection:
 
 
 def _rotated(project: Projection, x: torch.Tensor, head_dim: int, turn: torch.Tensor) -> torch.Tensor:
-    """``project(x)`` (outputs interleaved: :func:`_interleaving`) split into heads and turned
+    """``project(x)`` (outputs interleaved: :func:`_projection`) split into heads and turned
     by the rotary embedding: one complex product by ``turn = cos + i sin`` ``(batch, width,
     head dim / 2)`` instead of transformers' ``x * cos + rotate_half(x) * sin`` (four passes
     over the states, and as many back). Queries and keys are interleaved alike, so their dot
@@ -680,7 +671,7 @@ def _rotated(project: Projection, x: torch.Tensor, head_dim: int, turn: torch.Te
         >>> from transformers.models.llama.modeling_llama import apply_rotary_pos_emb
         >>> projection, x, angle = torch.nn.Linear(8, 8, bias=False), torch.randn(2, 5, 8), torch.randn(2, 5, 2)
         >>> cos, sin = angle.cos().repeat(1, 1, 2), angle.sin().repeat(1, 1, 2)
-        >>> ours = _rotated(_interleaving(projection, 4), x, 4, torch.polar(torch.ones_like(angle), angle))
+        >>> ours = _rotated(_projection(projection, head_dim=4), x, 4, torch.polar(torch.ones_like(angle), angle))
         >>> states = _heads(projection(x), 4)
         >>> theirs, _ = apply_rotary_pos_emb(states, states, cos, sin, unsqueeze_dim=2)
         >>> torch.allclose(ours, theirs[..., _interleaved(1, 4)], atol=1e-6)

@@ -82,6 +82,8 @@ HELDOUT = ["bluffer", "calling-station", "maniac"]
 STAKES = {"aggressive": 10.0}
 VARIANTS: dict[str, dict] = {
     "mage": {},
+    # the default on seeds no default was chosen on (run with --seeds 20 ... 29)
+    "mage-other-seeds": {},
     "iterations-600": {},
     "cumulative": {"reward_mode": "cumulative"},
     "global-norm": {"scope": "global", "group_opponents": "mixed"},

@@ -133,9 +133,10 @@ def main() -> None:
             print(f"{name}: failed (exit {done.returncode})\n{done.stderr[-2000:]}")
             continue
         results.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    flags = [f for f in ("amx_bf16", "avx512_bf16") if f in Path("/proc/cpuinfo").read_text()]
+    from mage_agent.build import cpu_bfloat16_flag
+
     report = {"date": time.strftime("%Y-%m-%d"), "cpu": platform.processor() or platform.machine(),
-              "cpu_bfloat16_flags": flags, "cores": os.cpu_count(), "results": results}
+              "cpu_bfloat16_flag": cpu_bfloat16_flag(), "cores": os.cpu_count(), "results": results}
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(json.dumps(report, indent=1) + "\n")
     print(f"{'variant':10} {'dtype':9} thr {'it':>2} {'B x G':>6} {'seconds':>8} " +

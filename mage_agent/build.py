@@ -112,10 +112,11 @@ def threads_for(threads: int, model: torch.nn.Module) -> int:
     """
     if threads:
         return threads
-    if sum(p.numel() for p in model.parameters()) < MANY_THREADS_PARAMETERS:
+    parameters = sum(p.numel() for p in model.parameters())
+    if parameters < MANY_THREADS_PARAMETERS:
         return 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    LOG.info("threads auto: %d (a model of %d M parameters)", cores, sum(p.numel() for p in model.parameters()) // 10**6)
+    LOG.info("threads auto: %d (a model of %d M parameters)", cores, parameters // 10**6)
     return cores
 
 

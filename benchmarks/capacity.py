@@ -17,6 +17,12 @@ oracle's, the model and prompt are not the limit and RL is; if not, they are.
 
     python benchmarks/capacity.py --steps 400
     python benchmarks/capacity.py --fresh-deals --meta-episodes 600 --steps 1500
+
+``--config`` checks another model and prompt the same way (a `mage train` config: its model,
+adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt:
+
+    python benchmarks/capacity.py --config examples/smollm2_kuhn.yaml --steps 60 --batch 32 \
+        --learning-rate 1e-3 --meta-episodes 40 --eval-meta-episodes 60
 """
 
 from __future__ import annotations
@@ -25,12 +31,15 @@ import argparse
 import json
 import random
 import tempfile
+import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 import gymnasium as gym
 import numpy as np
 import torch
+from tqdm import tqdm
 
 from mage_envs.games.base import OpenSpielTextEnv
 
@@ -62,7 +71,7 @@ class ProbeThenDealKnown:
         return {i: name for name, i in game.action_names(state).items()}[best]
 
 
-def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, list[str], str]]:
+def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, tuple[str, ...], str]]:
     """(prompt, legal actions, oracle action) of every acting turn of ``meta_episodes``
     meta-episodes per training style, the first hand's (deal, seat) stratified; the oracle
     is the Bayes-optimal agent with fresh deals (``config.env.repeat_instance`` false)."""
@@ -83,30 +92,53 @@ def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tupl
             while not done:
                 answer = oracle(obs, info)
                 action = answer.removeprefix("<action>").removesuffix("</action>")
-                rows.append((obs, info["legal_actions"], action))
+                rows.append((obs, tuple(info["legal_actions"]), action))
                 obs, _, terminated, truncated, info = env.step(answer)
                 done = terminated or truncated
         env.close()
     return rows
 
 
-def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int) -> list[float]:
-    """Cross-entropy on the oracle's action token among the legal action tokens."""
+def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int, full_batch: bool = False) -> list[float]:
+    """Cross-entropy on the oracle's action token among the legal action tokens: on
+    ``batch`` turns drawn at random per step, or (``full_batch``) on every distinct turn,
+    weighted by how often it occurs (the same expected loss, for a model slow per row), in
+    micro-batches sized to the trainer's activation budget."""
+    from mage_agent.memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, micro_batches
+
     rng = random.Random(seed)
+    distinct = Counter(rows)
+    if full_batch:
+        rows = list(distinct)
     prompts = policy.encode_prompts([r[0] for r in rows])
     allowed = [policy.single_token_ids(r[1]) for r in rows]
     targets = [policy.single_token_ids([r[2]]) for r in rows]
+    weights = torch.tensor([distinct[r] for r in rows], dtype=torch.float32)
+    weights /= weights.sum()
+    weight_bytes = next(policy.model.parameters()).element_size()
+    budget = DEFAULT_BUDGET_BYTES // activation_bytes_per_token(policy.model.config, weight_bytes)
+    parts = micro_batches([prompts[i] for i in range(len(rows))], budget) if full_batch else []
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=lr)
     losses = []
-    for _ in range(steps):
-        chosen = [rng.randrange(len(rows)) for _ in range(batch)]
-        logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
-                                                    allowed_ids=[allowed[i] for i in chosen])
-        loss = -logprobs[:, 0].mean()
+    for _ in tqdm(range(steps), desc="supervised", mininterval=10):
         optimizer.zero_grad()
-        loss.backward()
+        if full_batch:
+            loss_value = 0.0
+            for part in parts:
+                logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in part], [targets[i] for i in part],
+                                                            allowed_ids=[allowed[i] for i in part])
+                loss = -(logprobs[:, 0] * weights[part]).sum()
+                loss.backward()
+                loss_value += loss.item()
+        else:
+            chosen = [rng.randrange(len(rows)) for _ in range(batch)]
+            logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
+                                                        allowed_ids=[allowed[i] for i in chosen])
+            loss = -logprobs[:, 0].mean()
+            loss.backward()
+            loss_value = loss.item()
         optimizer.step()
-        losses.append(loss.item())
+        losses.append(loss_value)
     return losses
 
 
@@ -121,29 +153,41 @@ def main() -> None:
     parser.add_argument("--fresh-deals", action="store_true",
                         help="a new deal every hand, the Bayes-optimal agent as the oracle")
     parser.add_argument("--meta-episodes", type=int, default=120, help="oracle meta-episodes per style")
+    parser.add_argument("--full-batch", action="store_true",
+                        help="every distinct oracle turn in each step, weighted by its count (for a large model)")
+    parser.add_argument("--config", default=None,
+                        help="a mage train config whose model and prompt are checked (default: the embedded model)")
+    parser.add_argument("--eval-meta-episodes", type=int, default=None,
+                        help="meta-episodes per style in the evaluation (default: the config's)")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
 
-    from mage_agent.build import build_policy
+    from mage_agent.build import build_policy, threads_for
     from mage_agent.cli import evaluate_policy
-    from mage_agent.config import TrainConfig, apply_overrides
+    from mage_agent.config import TrainConfig, apply_overrides, load_config
 
     torch.manual_seed(args.seed)
-    torch.set_num_threads(1)
     out = Path(tempfile.mkdtemp())
-    config = apply_overrides(TrainConfig(), {"seed": args.seed, "output_dir": str(out), "heldout": [],
-                                             "repeat_instance": not args.fresh_deals})
+    overrides: dict[str, Any] = {"seed": args.seed, "output_dir": str(out), "heldout": [],
+                                 "repeat_instance": not args.fresh_deals}
+    if args.eval_meta_episodes is not None:
+        overrides["eval_meta_episodes"] = args.eval_meta_episodes
+    config = apply_overrides(load_config(args.config) if args.config else TrainConfig(), overrides)
     policy = build_policy(config, out)
+    torch.set_num_threads(threads_for(config.run.threads, policy.model))
     rows = oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe)
     labels: dict[str, set[str]] = {}
     for prompt, _, action in rows:
         labels.setdefault(prompt, set()).add(action)
     ambiguous = sum(len(actions) > 1 for actions in labels.values())
-    losses = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed)
+    started = time.perf_counter()
+    losses = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed, args.full_batch)
+    training_seconds = time.perf_counter() - started
     report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False)
     result: dict[str, Any] = {"args": vars(args), "turns": len(rows), "prompts": len(labels), "ambiguous_prompts": ambiguous,
-              "final_loss": float(np.mean(losses[-20:])), "styles": {}}
+              "final_loss": float(np.mean(losses[-20:])), "losses": [round(x, 5) for x in losses],
+              "training_seconds": training_seconds, "styles": {}}
     for style in TRAINING:
         r = report["opponents"][style]
         returns = r["mean_return_by_episode"]
@@ -163,6 +207,8 @@ def main() -> None:
     print(f"{len(rows)} oracle turns, {len(labels)} prompts ({ambiguous} with two oracle actions), final loss "
           f"{result['final_loss']:.4f}; {summary}")
     name = "fresh-deals" if args.fresh_deals else args.probe
+    if args.config:
+        name = f"{Path(args.config).stem}-{name}"
     path = ROOT / (args.output or f"benchmarks/results/capacity-{name}.json")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(result, indent=1))

@@ -286,3 +286,23 @@ def test_an_env_pickled_before_fresh_deals_had_their_own_stream_still_deals():
     restored.__setstate__(state)
     _, info = restored.reset()
     assert isinstance(info["instance"], int)
+
+
+@pytest.mark.parametrize("env_id", ["mage/KuhnPoker-meta-v0", "mage/LeducPoker-meta-v0", "mage/TicTacToe-meta-v0"])
+def test_the_rules_stay_on_top_so_every_prompt_shares_one_prefix(env_id):
+    env = gym.make(env_id, num_episodes=3, reflection=False)
+    preamble = env.unwrapped.prompt_preamble
+    assert preamble.startswith("You are playing") and "You are Player" not in preamble  # the seat's line differs
+    prompts = []
+    for seed in range(6):  # both seats, several deals
+        obs, info = env.reset(seed=seed)
+        while True:
+            prompts.append(obs)
+            obs, _, terminated, truncated, info = env.step(f"<action>{info['legal_actions'][0]}</action>")
+            if terminated or truncated:
+                break
+    assert all(p.startswith(preamble + "\n\n") and p.count(preamble) == 1 for p in prompts)
+    later = [p for p in prompts if "Memory of earlier episodes" in p]
+    assert later and all(p.index("Memory of earlier episodes") < p.index("[Episode ") for p in later)
+    compact = gym.make(env_id, prompt_style="compact")
+    assert compact.unwrapped.prompt_preamble == "" and compact.reset(seed=0)[0].startswith("[Episode 1 of 3]")

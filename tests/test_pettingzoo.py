@@ -354,7 +354,9 @@ def test_reflection_phases_for_both_learners_with_separate_memories():
     notes = {agent: [r for r in env.trackers[agent].memory.reflections] for agent in env.possible_agents}
     assert all(len(n) == 2 and n[0].startswith(agent) for agent, n in notes.items())
     assert notes["player_0"][0] in last["player_0"] and notes["player_0"][0] not in last["player_1"]
-    assert last["player_0"].startswith("Memory of earlier episodes:")
+    # the rules on top (every prompt's shared prefix), then the memory, then the episode
+    rules, memory = last["player_0"].split("\n\nMemory of earlier episodes:\n")
+    assert rules == env.env.unwrapped.prompt_preamble and "[Episode 3 of 3]\nYou are Player" in memory
     seats = [info["seat"] for agent, _, _, term, _, info in records if agent == "player_0" and not term]
     assert seats[0] == 0 and 1 in seats  # player_0 played both seats
 

@@ -73,7 +73,7 @@ def test_a_record_holds_every_step_and_the_token_usage(tmp_path):
     phases = [step["phase"] for step in record["steps"]]
     assert phases.count("reflect") == 2 and phases[-1] == "act"
     first = record["steps"][0]
-    assert first["prompt"].startswith("[Episode 1 of 3]") and first["answer"].startswith("<action>")
+    assert "\n\n[Episode 1 of 3]\nYou are Player" in first["prompt"] and first["answer"].startswith("<action>")
     assert record["usage"]["completion_tokens"] == len(record["steps"])
     assert record["act_steps"] == phases.count("act")
 

@@ -3,7 +3,8 @@
 A meta-episode is ``num_episodes`` inner episodes of a contract env against the same
 opponent. Between episodes (when ``reflection=True``) the agent is asked to reflect
 (``info["phase"] == "reflect"``); its answer goes into a :class:`ReflectionMemory` shown
-at the top of every later prompt. Rewards are paid at the end of each inner episode:
+above every later prompt (below the inner env's ``prompt_preamble``, its fixed rules, when
+it has one). Rewards are paid at the end of each inner episode:
 
 * ``"differential"``: R(tau_n) - R(tau_{n-1}), with R(tau_0) = 0 — they sum to R(tau_N);
 * ``"final"``: R(tau_N) at the end of the last episode, 0 before;
@@ -62,6 +63,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self.repeat_instance = meta.repeat_instance
         self.memory = tracker.memory
         self._inner_max = env.observation_space.max_length
+        self._preamble: str = getattr(env.unwrapped, "prompt_preamble", "")
         self.observation_space = text_space(MetaEpisodeTracker.prompt_length(self._inner_max, meta.memory_budget))
         self._phase: Phase = "act"
         self._instances: list[int] | None = None
@@ -92,7 +94,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         self._opponent = info.get("opponent")
         self._instance = info.get("instance")
         self._replay_seed = seed
-        return self.tracker.act_prompt(obs), self._info(info)
+        return self.tracker.act_prompt(obs, self._preamble), self._info(info)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self._phase == "reflect":
@@ -102,7 +104,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         obs, reward, terminated, truncated, info = self.env.step(action)
         self.tracker.add_reward(float(reward))
         if not (terminated or truncated):
-            return self.tracker.act_prompt(obs), 0.0, False, False, self._info(info)
+            return self.tracker.act_prompt(obs, self._preamble), 0.0, False, False, self._info(info)
         return self._end_inner_episode(obs, terminated, truncated, info)
 
     # ------------------------------------------------------------------ internals
@@ -111,7 +113,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         if self.tracker.finished:
             self._phase = "done"
             out_info = self._info(info)
-            return self.tracker.act_prompt(obs), reward, terminated, truncated and not terminated, out_info
+            return self.tracker.act_prompt(obs, self._preamble), reward, terminated, truncated and not terminated, out_info
         if self.reflection:
             self._phase = "reflect"
             out = self.tracker.reflect_prompt(obs, info, self._inner_max)
@@ -134,7 +136,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         if self._opponent is not None:
             options = {"opponent": self._opponent, **options}
         obs, info = self.env.reset(seed=seed, options=options)
-        return self.tracker.act_prompt(obs), self._info(info)
+        return self.tracker.act_prompt(obs, self._preamble), self._info(info)
 
     def _info(self, inner: dict[str, Any]) -> dict[str, Any]:
         opponent = self._opponent if self._opponent is not None else inner.get("opponent")

@@ -210,7 +210,7 @@ class MetaEpisodeTracker:
     @staticmethod
     def prompt_length(inner_max: int, memory_budget: int) -> int:
         """The longest prompt a tracker makes from inner observations of ``inner_max`` chars."""
-        act_room = inner_max + 40
+        act_room = inner_max + 42
         reflect_room = inner_max // 2 + 2 + len(REFLECT_PROMPT) + 120
         return memory_budget + 2 + max(act_room, reflect_room)
 
@@ -262,10 +262,32 @@ class MetaEpisodeTracker:
         memory = self.memory.render()
         return f"{memory}\n\n{text}" if memory else text
 
-    def act_prompt(self, obs: str) -> str:
-        """An inner observation under ``[Episode n of N]`` and the memory block."""
+    def act_prompt(self, obs: str, preamble: str = "") -> str:
+        """An inner observation under ``[Episode n of N]`` and the memory block. An
+        observation that begins with ``preamble`` (the inner env's ``prompt_preamble``: its
+        rules, the same in every state) keeps it at the top, above the memory: every
+        prompt of a run then begins with the same text (one shared prefix for a model).
+
+        Example:
+            >>> tracker = MetaEpisodeTracker(num_episodes=2)
+            >>> tracker.add_reward(1.0)
+            >>> _ = tracker.end_episode({"outcome": "win"})
+            >>> tracker.next_episode()
+            >>> print(tracker.act_prompt("Rules: bet or check.\\nYour card: King.", "Rules: bet or check."))
+            Rules: bet or check.
+            <BLANKLINE>
+            Memory of earlier episodes:
+            [Episode 1] Result: win, return +1.
+            <BLANKLINE>
+            [Episode 2 of 2]
+            Your card: King.
+        """
         header = f"[Episode {min(self.episode_index, self.num_episodes - 1) + 1} of {self.num_episodes}]"
-        return self.with_memory(f"{header}\n{sanitize_text(obs)}")
+        text = sanitize_text(obs)
+        if preamble and text.startswith(preamble):
+            episode = header + "\n" + text[len(preamble):].lstrip("\n")
+            return f"{preamble}\n\n{self.with_memory(episode)}"
+        return self.with_memory(f"{header}\n{text}")
 
     def reflect_prompt(self, obs: str, info: dict[str, Any], inner_max: int) -> str:
         """The request for a reflection: the end of the finished episode's last observation

@@ -90,6 +90,12 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         self._shown: TextView
 
     # ------------------------------------------------------------------ the text layer's
+    @property
+    def prompt_preamble(self) -> str:
+        """What every prompt begins with, the same in every state (the text contract's
+        optional ``prompt_preamble``; :attr:`~mage_envs.games.text.GameText.preamble`)."""
+        return self.text.preamble
+
     def rules(self, seat: int) -> str:
         return self.text.rules(seat)
 

@@ -24,6 +24,7 @@ Example:
 
 from __future__ import annotations
 
+import os
 from typing import Any, ClassVar, Sequence
 
 import pyspiel
@@ -82,11 +83,30 @@ class GameText:
         self.accept_bare = accept_bare
         self.prompt_style = prompt_style
         self._header_cache: dict[int, str] = {}
+        self._preamble: str | None = None
 
     # ------------------------------------------------------------------ hooks
     def rules(self, seat: int) -> str:
         """The rules and the seat, shown at the top of every full prompt."""
         raise NotImplementedError
+
+    @property
+    def preamble(self) -> str:
+        """The opening lines every full prompt shares whatever the seat and state (the rules
+        without the seat's line); ``""`` in the compact style. A meta-episode keeps them
+        above its memory, so that all of a run's prompts begin alike.
+
+        Example:
+            >>> from mage_envs.games.kuhn_poker import KuhnPokerText
+            >>> KuhnPokerText().preamble.splitlines()[0], KuhnPokerText(prompt_style="compact").preamble
+            ('You are playing Kuhn Poker, a two-player card game.', '')
+        """
+        if self.prompt_style == "compact":
+            return ""
+        if self._preamble is None:
+            shared = os.path.commonprefix([self.rules(seat) for seat in range(self.game.num_players())])
+            self._preamble = shared[: shared.rfind("\n") + 1].rstrip("\n")
+        return self._preamble
 
     def action_names(self, state: pyspiel.State) -> dict[str, int]:
         """Legal action names for the player to move, in display order, -> action ids."""

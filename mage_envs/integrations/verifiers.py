@@ -24,7 +24,7 @@ Example:
     >>> task = next(iter(env.taskset))
     >>> task.data.name, task.data.seed
     ('mage/KuhnPoker-meta-v0#0', 0)
-    >>> print(task.data.prompt.splitlines()[0])
+    >>> print(next(line for line in task.data.prompt.splitlines() if line.startswith("[Episode")))
     [Episode 1 of 2]
 """
 

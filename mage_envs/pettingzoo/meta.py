@@ -20,7 +20,9 @@ Example:
     >>> from mage_envs.pettingzoo import MetaEpisodeAEC, kuhn_poker_v0
     >>> env = MetaEpisodeAEC(kuhn_poker_v0.raw_env(), num_episodes=2)
     >>> env.reset(seed=0)
-    >>> print(env.observe("player_0")["prompt"].splitlines()[0])
+    >>> prompt = env.observe("player_0")["prompt"]     # the rules, then the episode
+    >>> print(prompt.splitlines()[0]); print(prompt[prompt.index("[Episode"):].splitlines()[0])
+    You are playing Kuhn Poker, a two-player card game.
     [Episode 1 of 2]
     >>> for answer in ("bet", "", "", "call"):       # player_0 bets, player_1 calls
     ...     env.step(answer)
@@ -79,6 +81,7 @@ class MetaEpisodeAEC(AECEnv, EzPickle):
         self.repeat_instance = meta.repeat_instance
         self.swap_seats = swap_seats
         self._inner_max = inner_spaces[0]["prompt"].max_length
+        self._preamble: str = getattr(env.unwrapped, "prompt_preamble", "")
         prompt_length = MetaEpisodeTracker.prompt_length(self._inner_max, meta.memory_budget)
         self.observation_spaces = {
             agent: spaces.Dict({**copy.deepcopy(space.spaces), "prompt": text_space(prompt_length)})
@@ -140,7 +143,7 @@ class MetaEpisodeAEC(AECEnv, EzPickle):
         if self._phase == "reflect":  # the game is over: its legal moves are all zeros
             prompt = tracker.reflect_prompt(obs["prompt"], self.env.infos[seat_agent], self._inner_max)
         else:
-            prompt = tracker.act_prompt(obs["prompt"])
+            prompt = tracker.act_prompt(obs["prompt"], self._preamble)
         return {**obs, "prompt": prompt}
 
     def render(self) -> str | None:

@@ -192,6 +192,12 @@ class TextGameAEC(AECEnv, EzPickle):
         self._history: HistoryCache[NodePair] = HistoryCache(self.game, width=len(AGENTS))
         self._no_moves = np.zeros(num_actions, dtype=np.int8)
 
+    @property
+    def prompt_preamble(self) -> str:
+        """What every prompt begins with, the same in every state (the rules without the
+        seat's line: :attr:`~mage_envs.games.text.GameText.preamble`)."""
+        return self.text.preamble
+
     def observation_space(self, agent: str) -> spaces.Dict:
         return self.observation_spaces[agent]
 

@@ -159,6 +159,7 @@ def main() -> None:
                         help="a mage train config whose model and prompt are checked (default: the embedded model)")
     parser.add_argument("--eval-meta-episodes", type=int, default=None,
                         help="meta-episodes per style in the evaluation (default: the config's)")
+    parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the config's)")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
@@ -173,6 +174,8 @@ def main() -> None:
                                  "repeat_instance": not args.fresh_deals}
     if args.eval_meta_episodes is not None:
         overrides["eval_meta_episodes"] = args.eval_meta_episodes
+    if args.threads is not None:
+        overrides["threads"] = args.threads
     config = apply_overrides(load_config(args.config) if args.config else TrainConfig(), overrides)
     policy = build_policy(config, out)
     torch.set_num_threads(threads_for(config.run.threads, policy.model))

@@ -420,17 +420,17 @@ class Trainer:
         )
 
     def _reference_logprobs(self, turns: list[Turn]) -> torch.Tensor:
-        width = max(len(t.completion_ids) for t in turns)
-        chunks = []
-        size = self.config.algo.micro_batch_size or self.config.algo.minibatch_size
-        for start in range(0, len(turns), size):
-            part = turns[start:start + size]
+        """The reference policy's log-probs of the turns' completions, ``(turns, longest)``,
+        scored in the update's micro-batches (:meth:`_micro_batches`: the same memory bound)."""
+        scored = torch.zeros(len(turns), max(len(t.completion_ids) for t in turns))
+        for rows in self._micro_batches(turns):
+            part = [turns[i] for i in rows]
             ref, _, _ = self.policy.completion_logprobs(
                 [t.prompt_ids for t in part], [t.completion_ids for t in part],
                 temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part], reference=True,
             )
-            chunks.append(torch.nn.functional.pad(ref.cpu(), (0, width - ref.shape[1])))
-        return torch.cat(chunks)
+            scored[rows, : ref.shape[1]] = ref.cpu()
+        return scored
 
     def _lr_factor(self, step: int) -> float:
         algo, total = self.config.algo, max(self.config.run.iterations, 1)

@@ -145,6 +145,22 @@ def test_micro_batches_accumulate_to_the_minibatch_update(tmp_path):
     assert a["return_ep1"] == b["return_ep1"] and a["meta_episodes"] == b["meta_episodes"]
 
 
+def test_reference_log_probs_are_scored_in_the_token_budgeted_micro_batches(tmp_path):
+    """The KL penalty's reference pass holds to the update's token budget (it once ran whole
+    minibatches), and gives the log-probs of one pass over every turn."""
+    trainer = Trainer(run_config(tmp_path, "reference", kl_coef=0.05, minibatch_size=1000), progress=False)
+    turns = trainer.collect(0).ordered_turns()
+    whole = trainer._reference_logprobs(turns)
+    trainer.token_budget = 2 * max(len(t.prompt_ids) + len(t.completion_ids) for t in turns)
+    scored = []
+    score = trainer.policy.completion_logprobs
+    trainer.policy.completion_logprobs = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
+                                                                           score(prompts, *args, **kwargs))[1]
+    split = trainer._reference_logprobs(turns)
+    assert len(scored) > 1 and sum(scored) == len(turns)
+    assert split.shape == whole.shape and torch.allclose(split, whole, atol=1e-5)
+
+
 def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
     """Completions of different lengths: the accumulated gradient and the token-mean
     diagnostics equal one pass over the whole minibatch."""

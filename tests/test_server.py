@@ -3,16 +3,14 @@
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 
 import gymnasium as gym
 import pytest
+import server_helpers
+from server_helpers import running
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
@@ -30,52 +28,20 @@ MAX_BODY = 1 << 20
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`mage serve` in a subprocess on a free loopback port; its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     log = tmp_path_factory.mktemp("server") / "server.log"
-    command = [sys.executable, "-m", "mage_envs.cli", "serve", "--port", str(port), "--token", TOKEN,
-               "--max-sessions", str(MAX_SESSIONS), "--idle-timeout", str(IDLE)]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"the server did not start:\n{log.read_text()}")
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    with running(log, "--token", TOKEN, "--max-sessions", MAX_SESSIONS, "--idle-timeout", IDLE,
+                 "--http-idle-timeout", IDLE) as served:
+        yield served.url
 
 
 def request(url, method="GET", body=None, headers=AUTH, raw=None):
-    """(status, JSON answer) of one HTTP request; 4xx/5xx answers are returned, not raised."""
-    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **headers})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+    """(status, JSON answer) of one HTTP request with the token; 4xx/5xx answers are returned, not raised."""
+    return server_helpers.request(url, method, body, headers, raw)
 
 
 def wait_for_sessions(url, count, timeout=IDLE + 5):
     """Wait until the server has `count` open sessions; the time it took."""
-    start = time.monotonic()
-    while request(url + "/health", headers={})[1]["active_sessions"] != count:
-        assert time.monotonic() - start < timeout, f"still not {count} sessions after {timeout} s"
-        time.sleep(0.05)
-    return time.monotonic() - start
+    return server_helpers.wait_for_sessions(url, count, timeout)
 
 
 def play(env, seed, episodes=2):
@@ -100,7 +66,8 @@ def ws_call(websocket, kind, data=None):
 
 def test_health_is_open_and_everything_else_needs_the_token(server):
     assert request(server + "/health", headers={}) == (200, {"status": "healthy", "active_sessions": 0,
-                                                             "max_sessions": MAX_SESSIONS})
+                                                             "max_sessions": MAX_SESSIONS, "ws_sessions": 0,
+                                                             "http_sessions": 0})
     status, body = request(server + "/schema", headers={})
     assert (status, body["code"]) == (401, "UNAUTHORIZED") and "Authorization: Bearer" in body["detail"]
     assert request(server + "/schema", headers={"Authorization": "Bearer guess"})[1]["detail"] == "wrong bearer token"

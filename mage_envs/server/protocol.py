@@ -35,6 +35,7 @@ STATUS: dict[str, int] = {
     "PAYLOAD_TOO_LARGE": 413,
     "VALIDATION_ERROR": 422,
     "FACTORY_ERROR": 422,
+    "CLIENT_LIMIT": 429,
     "CAPACITY_REACHED": 503,
 }
 

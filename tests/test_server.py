@@ -16,7 +16,7 @@ from websockets.sync.client import connect
 
 from mage_envs.cli import main
 from mage_envs.server import RemoteEnv, RemoteEnvError
-from mage_envs.server.catalog import accepted_kwargs
+from mage_envs.server.catalog import accepted_kwargs, text_ids, to_json
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -293,3 +293,37 @@ def test_no_argument_that_names_code_or_files_is_taken_from_clients():
         del gym.registry["mage/FileArguments-v0"]
     meta = accepted_kwargs("mage/TicTacToe-meta-v0")
     assert "base" not in meta and {"opponent", "num_episodes", "reward_mode"} <= meta
+
+
+TEXT_IDS = text_ids()
+#: Ids whose env takes seconds to make (a large catalog, generated households): the slow run plays them.
+HEAVY = ("mage/Household", "mage/WebShop-OOD")
+
+
+def seeded_transcript(env, seed, max_steps=60):
+    """`env.reset(seed=seed)` and up to `max_steps` steps cycling through the legal actions, as JSON text."""
+    obs, info = env.reset(seed=seed)
+    transcript, done = [[obs, info]], False
+    while not done and len(transcript) <= max_steps:
+        legal = info.get("legal_actions") or ["wait"]
+        obs, reward, terminated, truncated, info = env.step(f"<action>{legal[len(transcript) % len(legal)]}</action>")
+        transcript.append([obs, reward, terminated, truncated, info])
+        done = terminated or truncated
+    return json.dumps(to_json(transcript))
+
+
+def test_every_text_id_is_registered_here():
+    assert len(TEXT_IDS) >= 14 and {"mage/KuhnPoker-meta-v0", "mage/WebShop-v0", "mage/Household-meta-v0"} <= set(
+        TEXT_IDS)
+
+
+@pytest.mark.parametrize("env_id", [
+    pytest.param(env_id, marks=pytest.mark.slow) if env_id.startswith(HEAVY) else env_id for env_id in TEXT_IDS])
+def test_a_served_seed_gives_the_local_episode(server, env_id):
+    remote = RemoteEnv(server, env_id, token=TOKEN)
+    try:
+        seeded_transcript(remote, seed=1, max_steps=3)  # the session's stream is elsewhere now: a dropped seed shows
+        served = seeded_transcript(remote, seed=20261203)
+    finally:
+        remote.close()
+    assert served == seeded_transcript(gym.make(env_id), seed=20261203)  # byte for byte

@@ -269,19 +269,31 @@ def _bare_resets(url: str, count: int) -> dict[int, int]:
 def flood_with_slow_clients(server: Server, flood: int, slow: int, games: list[str]) -> dict[str, Any]:
     """``flood`` bare resets (8 connections) while ``slow`` clients of each kind pause 0.1 s before each step."""
     specs, meta_episodes = specs_of("ws", slow, games, 100) + specs_of("http", slow, games, 100), 1
-    with ThreadPoolExecutor(9) as pool:
+    peak, flooding = [0], threading.Event()
+
+    def sample() -> None:  # the most sessions the flood's address held at once
+        while not flooding.wait(0.05):
+            peak[0] = max(peak[0], server.health()["http_sessions"])
+
+    with ThreadPoolExecutor(10) as pool:
+        sampler = pool.submit(sample)
         honest = pool.submit(run_clients, server.url, specs, meta_episodes, 0, 0.1)
+        start = time.monotonic()
         floods = [pool.submit(_bare_resets, server.url, flood // 8 + (i < flood % 8)) for i in range(8)]
         statuses: dict[str, int] = {}
         for future in floods:
             for status, n in future.result().items():
                 statuses[str(status)] = statuses.get(str(status), 0) + n
+        flood_seconds = time.monotonic() - start
+        flooding.set()
+        sampler.result()
         results, seconds = honest.result()
     problems = lost(results, meta_episodes)
     if statuses != {"200": flood}:
         problems.append(f"the flood's bare resets were answered {statuses}, not all 200")
     slow_row = row(f"slow clients: {len(specs)}, bare resets: {flood}", results, seconds, 0, problems,
-                   flood_statuses=statuses)
+                   flood_statuses=statuses, flood_resets_per_s=round(flood / flood_seconds, 1),
+                   peak_http_sessions=peak[0])
     after = honest_check(server, f"after {flood} bare resets", 0.0)
     slow_row["sessions_after"], slow_row["seconds_to_baseline"] = after["sessions_after"], after["seconds_to_baseline"]
     slow_row["problems"] += after["problems"]
@@ -394,6 +406,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--http-clients", type=int, default=64)
     parser.add_argument("--meta-episodes", type=int, default=2, help="per client, whole meta-episodes")
     parser.add_argument("--games", default=",".join(GAMES), help=f"comma-separated, of {', '.join(GAMES)}")
+    parser.add_argument("--rounds", type=int, default=2, help="times the load is played (memory after each)")
     parser.add_argument("--processes", type=int, default=4, help="client processes (threads share them)")
     parser.add_argument("--flood", type=int, default=1000, help="bare POST /reset in the flood")
     parser.add_argument("--killed", type=int, default=8, help="clients SIGKILLed (and frozen) mid-episode")
@@ -418,22 +431,24 @@ def main(argv: list[str] | None = None) -> int:
         warm, _ = run_clients(server.url, specs_of("ws", len(games), games), 1, 1)  # envs imported, caches full
         rss_before = server.rss_mib()
         specs = specs_of("ws", args.ws_clients, games) + specs_of("http", args.http_clients, games)
-        results, seconds = run_clients(server.url, specs, args.meta_episodes, args.processes)
-        count, waited = wait_for_baseline(server)
-        rss_after_load = server.rss_mib()
         expected, local_seconds = local_reference(specs, args.meta_episodes)
-        problems = lost(results, args.meta_episodes, expected) + lost(warm, 1)
-        load = row(f"load: {args.ws_clients} WS + {args.http_clients} HTTP", results, seconds, count, problems,
-                   seconds_to_baseline=round(waited, 2))
-        local_steps_per_s = load["steps"] / local_seconds
-        load["local_steps_per_s"] = round(local_steps_per_s, 1)
-        load["served_to_local"] = round(load["steps_per_s"] / local_steps_per_s, 3)
-        for kind in ("ws", "http"):
-            latencies = [x for r in results if r["kind"] == kind for x in r["latencies"]]
-            if latencies:
-                load[f"{kind}_p50_ms"] = round(1000 * percentile(latencies, 50), 2)
-                load[f"{kind}_p99_ms"] = round(1000 * percentile(latencies, 99), 2)
-        rows.append(load)
+        rss_after_load = []
+        for round_ in range(1, args.rounds + 1):  # the same load again: memory must not grow with it
+            results, seconds = run_clients(server.url, specs, args.meta_episodes, args.processes)
+            count, waited = wait_for_baseline(server)
+            rss_after_load.append(round(server.rss_mib(), 1))
+            problems = lost(results, args.meta_episodes, expected) + (lost(warm, 1) if round_ == 1 else [])
+            load = row(f"load: {args.ws_clients} WS + {args.http_clients} HTTP, round {round_}", results, seconds,
+                       count, problems, seconds_to_baseline=round(waited, 2))
+            local_steps_per_s = load["steps"] / local_seconds
+            load["local_steps_per_s"] = round(local_steps_per_s, 1)
+            load["served_to_local"] = round(load["steps_per_s"] / local_steps_per_s, 3)
+            for kind in ("ws", "http"):
+                latencies = [x for r in results if r["kind"] == kind for x in r["latencies"]]
+                if latencies:
+                    load[f"{kind}_p50_ms"] = round(1000 * percentile(latencies, 50), 2)
+                    load[f"{kind}_p99_ms"] = round(1000 * percentile(latencies, 99), 2)
+            rows.append(load)
         rows.append(killed_clients(server, args.killed))
         rows.append(killed_clients(server, max(1, args.killed // 2), freeze=True))
         rows.append(flood_with_slow_clients(server, args.flood, args.slow, games))
@@ -448,7 +463,7 @@ def main(argv: list[str] | None = None) -> int:
         "python": platform.python_version(), "server_flags": flags, "server_start_s": round(startup, 2),
         "clients": {"ws": args.ws_clients, "http": args.http_clients, "meta_episodes": args.meta_episodes, "games": games,
                     "processes": args.processes},
-        "server_rss_mib": {"before_load": round(rss_before, 1), "after_load": round(rss_after_load, 1),
+        "server_rss_mib": {"before_load": round(rss_before, 1), "after_each_load_round": rss_after_load,
                            "after_faults": round(rss_after_faults, 1)},
         "rows": rows,
     }
@@ -466,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
               f"{r['sessions_after']:14d} {back:>7s} {r['lost']:4d}")
     print(f"load: served {load['steps_per_s']:.0f} steps/s, in-process {load['local_steps_per_s']:.0f} steps/s, "
           f"ratio {load['served_to_local']:.2f}; WS p99 {load.get('ws_p99_ms')} ms, HTTP p99 {load.get('http_p99_ms')} ms")
-    print(f"server memory (MiB): {rss_before:.0f} before load, {rss_after_load:.0f} after, "
+    print(f"server memory (MiB): {rss_before:.0f} before load, {rss_after_load} after each round, "
           f"{rss_after_faults:.0f} after the faults")
     for r in rows:
         for problem in r["problems"]:

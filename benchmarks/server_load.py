@@ -184,7 +184,7 @@ def lost(results: list[dict[str, Any]], meta_episodes: int,
     return problems
 
 
-def percentile(values: list[float], q: float) -> float:
+def percentile(values: list[float], q: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[q - 1] if len(values) > 1 else values[0]
 
 
@@ -245,13 +245,14 @@ def killed_clients(server: Server, count: int, freeze: bool = False) -> dict[str
         event.wait(60)
     held = server.health()["active_sessions"]
     start = time.monotonic()
-    for process in processes:
-        os.kill(process.pid, signal.SIGSTOP if freeze else signal.SIGKILL)
+    pids = [process.pid for process in processes if process.pid is not None]
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP if freeze else signal.SIGKILL)
     phase = f"frozen clients (SIGSTOP): {count}" if freeze else f"clients SIGKILLed mid-episode: {count}"
     result = honest_check(server, phase, time.monotonic() - start, sessions_held=held)
+    for pid in pids if freeze else []:
+        os.kill(pid, signal.SIGKILL)
     for process in processes:
-        if freeze:
-            os.kill(process.pid, signal.SIGKILL)
         process.join()
     return result
 
@@ -364,7 +365,8 @@ def restart_mid_episode(server: Server) -> dict[str, Any]:
         """The env, with the server killed before step 5 and started again in the background."""
 
         def __init__(self) -> None:
-            self.steps, self.restart = 0, None
+            self.steps = 0
+            self.restart: threading.Thread | None = None
 
         def reset(self, *, seed: int | None = None) -> tuple[str, dict[str, Any]]:
             return env.reset(seed=seed)

@@ -41,11 +41,19 @@ def restart_later(server, delay):
     return thread
 
 
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    server = Server(tmp_path_factory.mktemp("server") / "server.log")
+    yield server
+    server.stop()
+
+
 @pytest.fixture
-def server(tmp_path):
-    served = Server(tmp_path / "server.log").start()
-    yield served
-    served.stop()
+def server(served):
+    """The module's server, started again if the test before left it killed."""
+    if served.process is None or served.process.poll() is not None:
+        served.start()
+    return served
 
 
 def test_a_seeded_episode_survives_a_server_restart(server):

@@ -33,6 +33,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
@@ -426,7 +427,7 @@ def main(argv: list[str] | None = None) -> int:
              "--idle-timeout", "60", "--http-idle-timeout", "1", "--ws-ping-interval", "1", "--ws-ping-timeout", "1",
              "--max-body-bytes", str(MAX_BODY)]
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    server = Server(flags, args.output.with_suffix(".server.log"))
+    server = Server(flags, Path(tempfile.mkdtemp(prefix="server_load-")) / "server.log")
     startup = server.start()
     rows = []
     try:
@@ -488,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     for r in rows:
         for problem in r["problems"]:
             print(f"  {r['phase']}: {problem}")
-    print(f"saved {args.output}")
+    print(f"saved {args.output} (the server's log: {server.log})")
     return 1 if any(r["lost"] for r in rows) else 0
 
 

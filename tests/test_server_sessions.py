@@ -147,6 +147,10 @@ def test_max_sessions_and_the_per_client_cap_at_the_boundary(tmp_path):
         assert health(server.url)["http_sessions"] == 2  # at its cap, a client's new lease evicts its own oldest
         assert "its client opened more than 2 sessions" in step(server.url, leases[0])[1]["detail"]
         assert step(server.url, leases[1])[0] == step(server.url, leases[2])[0] == 200
+        with ws_from(server.url, "127.0.0.5") as websocket:  # a WebSocket at the cap: its oldest lease yields
+            assert ws_reset(websocket)["type"] == "observation"
+            assert "its client opened more than 2" in step(server.url, leases[1])[1]["detail"]
+            assert step(server.url, leases[2])[1]["code"] == "EXECUTION_ERROR"  # held: its episode is over
 
 
 def test_the_websocket_idle_timeout_at_the_boundary(tmp_path):

@@ -206,7 +206,7 @@ class SessionManager:
         """
         held = [s for s in self._sessions.values() if s.client == client]
         if self.max_per_client is not None and len(held) >= self.max_per_client:
-            own = self._evictable(client) if kind == "http" else None
+            own = self._evictable(client)
             if own is None:
                 raise ServerError(
                     "CLIENT_LIMIT",

@@ -27,8 +27,8 @@ class ServerSettings:
             least recently used HTTP session not in a call is evicted for a new one; with none
             to evict, the new one is refused (``CAPACITY_REACHED``).
         max_sessions_per_client: open sessions per client address at most (``None``: no cap).
-            A client at its cap that opens an HTTP session evicts its own least recently used
-            one; otherwise it is refused (``CLIENT_LIMIT``).
+            A client at its cap that opens another session evicts its own least recently used
+            HTTP session not in a call; with none, it is refused (``CLIENT_LIMIT``).
         idle_timeout: seconds without a message after which a WebSocket session is closed.
         http_idle_timeout: seconds without a request after which an HTTP session is reaped.
         ws_ping_interval: seconds between the server's pings on each WebSocket.

@@ -1,6 +1,7 @@
 """`RemoteEnv` across a real server restart (SIGKILL, then `mage serve` again on the same port):
 it reconnects with backoff and replays the episode where that is safe, and says so where not."""
 
+import os
 import signal
 import threading
 import time
@@ -89,3 +90,16 @@ def test_reconnection_gives_up_after_its_retries(server):
     assert lost.value.code == "CONNECTION_LOST" and time.monotonic() - start >= 0.05 + 0.1
     with pytest.raises(RemoteEnvError, match="could not reach .* after 2 retries"):
         RemoteEnv(server.url, ENV_ID, retries=2, backoff=0.05)
+
+
+def test_a_late_answer_is_not_retried(server):
+    env = RemoteEnv(server.url, ENV_ID, timeout=0.5, retries=3, backoff=0.05, **KWARGS)
+    env.reset(seed=0)
+    os.kill(server.process.pid, signal.SIGSTOP)  # the server stops answering, the socket stays up
+    try:
+        with pytest.raises(TimeoutError):
+            env.step("<action>5</action>")
+    finally:
+        os.kill(server.process.pid, signal.SIGCONT)
+    with pytest.raises(RemoteEnvError, match="this RemoteEnv is closed"):  # its next answer would be misread
+        env.step("<action>5</action>")

@@ -29,10 +29,11 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import gymnasium as gym
-from websockets.exceptions import ConnectionClosed, InvalidHandshake
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus
 from websockets.sync.client import ClientConnection, connect
 
 from .replay import ReplayLog
@@ -60,6 +61,9 @@ def _urls(url: str) -> tuple[str, str]:
         raise ValueError(f"expected an http://, https://, ws:// or wss:// URL, got {url!r}")
     secure = scheme in ("https", "wss")
     return f"{'https' if secure else 'http'}://{rest}", f"{'wss' if secure else 'ws'}://{rest}"
+
+
+_T = TypeVar("_T")
 
 
 class _Dropped(Exception):
@@ -128,14 +132,20 @@ class RemoteEnv(gym.Env[str, str]):
         try:
             opening = connect(f"{self._ws_base}/ws", additional_headers=self._headers, open_timeout=self.timeout)
             return self._connection.enter_context(opening)
+        except InvalidStatus as error:
+            status = error.response.status_code
+            if status < 500:  # a refusal (a wrong token): retrying cannot help
+                raise RemoteEnvError("UNAUTHORIZED" if status == 401 else str(status), str(error)) from None
+            raise _Dropped(str(error)) from None
         except (OSError, InvalidHandshake) as error:
             raise _Dropped(str(error)) from None
 
     def _wait(self, attempt: int) -> None:
         time.sleep(min(self.backoff * 2**attempt, 10.0))
 
-    def _with_retries(self, attempt_once: Any, what: str) -> Any:
-        for attempt in range(self.retries + 1):
+    def _with_retries(self, attempt_once: Callable[[], _T], what: str) -> _T:
+        attempt = 0
+        while True:
             try:
                 return attempt_once()
             except _Dropped as error:
@@ -144,6 +154,7 @@ class RemoteEnv(gym.Env[str, str]):
                         "CONNECTION_LOST", f"could not {what} {self._ws_base} after {self.retries} retries: {error}"
                     ) from None
                 self._wait(attempt)
+                attempt += 1
 
     def _exchange(self, kind: str, data: dict[str, Any]) -> str:
         """Send one message and return the raw answer; :class:`_Dropped` if the socket went silently."""
@@ -156,13 +167,11 @@ class RemoteEnv(gym.Env[str, str]):
             raise _Dropped(str(error)) from None
         try:
             answer = self._socket.recv(timeout=self.timeout)
-        except ConnectionClosed as error:
-            raise _Dropped(str(error)) from None
-        except OSError as error:
-            raise _Dropped(str(error)) from None
-        except TimeoutError:
+        except TimeoutError:  # before OSError, its base class
             self.close()  # a late answer would be taken for the next request's
             raise
+        except (ConnectionClosed, OSError) as error:
+            raise _Dropped(str(error)) from None
         return answer if isinstance(answer, str) else answer.decode()
 
     def _resume(self, kind: str, data: dict[str, Any]) -> None:

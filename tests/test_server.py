@@ -134,6 +134,8 @@ def test_http_session_round_trip(server):
     assert (status, over["code"]) == (409, "EXECUTION_ERROR") and "call reset()" in over["detail"]
     assert request(server + f"/sessions/{session}", "DELETE")[0] == 204
     assert request(server + f"/state?session_id={session}")[0] == 404
+    status, stateless = request(server + "/step", "POST", {"action": {"message": "bet"}})  # OpenEnv's own smoke test
+    assert (status, stateless["code"]) == (409, "NO_EPISODE") and "session_id that POST /reset" in stateless["detail"]
 
 
 @pytest.mark.parametrize("body, status, code, words", [

@@ -133,6 +133,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @app.post("/step")
     async def step(request: HttpStepRequest) -> dict[str, Any]:
+        if request.session_id is None:
+            raise ServerError(
+                "NO_EPISODE",
+                "POST /step needs the session_id that POST /reset answered (in metadata.session_id): a game is "
+                "played in a session, a stateless step has no episode to act on (or use the WebSocket at /ws)",
+            )
         payload = await sessions.get(request.session_id).step(request.action)
         payload["metadata"]["session_id"] = request.session_id
         return payload

@@ -87,9 +87,9 @@ class TextAction(_Strict):
 
 
 class HttpStepRequest(_Strict):
-    """``POST /step`` on an HTTP session."""
+    """``POST /step`` on an HTTP session (``None``: OpenEnv's stateless step, refused with a reason)."""
 
-    session_id: str = Field(max_length=64)
+    session_id: str | None = Field(default=None, max_length=64)
     action: TextAction
 
 

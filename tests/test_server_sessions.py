@@ -106,7 +106,7 @@ sys.stdin.read()
 
 
 def test_a_frozen_websocket_peer_is_dropped_by_the_ping_timeout(tmp_path):
-    flags = ("--idle-timeout", 600, "--ws-ping-interval", 0.5, "--ws-ping-timeout", 0.5)
+    flags = ("--idle-timeout", 600, "--ws-ping-interval", 0.5, "--ws-ping-timeout", 1)
     with running(tmp_path / "log", *flags) as server:
         client = subprocess.Popen([sys.executable, "-c", FROZEN, server.url], stdin=subprocess.PIPE,
                                   stdout=subprocess.PIPE, text=True)

@@ -6,7 +6,9 @@ the game's text env (prompt rendering, answer parsing, opponent sampling, info d
 the numeric loop through its ``-tensor-`` view, the PettingZoo loop through its AEC env
 with both seats as agents (fewer games: it is much slower). Printed as ratios of games per
 second measured in one run,
-plus the opponent move latency of OpenSpiel's C++ MCTS next to its Python MCTS.
+plus the opponent move latency of OpenSpiel's C++ MCTS next to its Python MCTS. With
+TextArena installed (``pip install textarena==0.7.4``), Tic-Tac-Toe also runs through
+TextArena's own ``TicTacToe-v0`` (unwrapped, both seats random), in the same repeats.
 
 Run: ``python benchmarks/env_throughput.py [--games 20000] [--aec-games 2000] [--repeats 3]``
 """
@@ -76,6 +78,38 @@ def env_games(env: gym.Env, games: int, seed: int, answer: Callable[[Any], Any])
     return time.perf_counter() - start, steps
 
 
+def textarena_games(games: int, seed: int) -> tuple[float, int]:
+    """Seconds and steps for ``games`` random Tic-Tac-Toe games through TextArena's env
+    (the unwrapped ``TicTacToe-v0``: both seats answer ``[cell]`` with a random free cell)."""
+    import textarena
+
+    env = textarena.make("TicTacToe-v0")
+    while hasattr(env, "env"):  # the game itself, without TextArena's agent-facing wrappers
+        env = env.env
+    rng = random.Random(seed)
+    steps = 0
+    start = time.perf_counter()
+    for game in range(games):
+        env.reset(num_players=2, seed=seed + game)
+        done = False
+        while not done:
+            env.get_observation()
+            board = env.state.game_state["board"]
+            free = [cell for cell in range(9) if board[cell // 3][cell % 3] == ""]
+            done, _ = env.step(action=f"[{free[rng.randrange(len(free))]}]")
+            steps += 1
+    return time.perf_counter() - start, steps
+
+
+def has_textarena() -> bool:
+    """Whether TextArena is installed."""
+    try:
+        import textarena  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
 def aec_games(env: AECEnv, games: int, seed: int) -> tuple[float, int]:
     """Seconds and agent steps for ``games`` games of the PettingZoo AEC env, both seats
     answering with random legal tagged actions (the waiting seat's pass turn counts too)."""
@@ -129,6 +163,8 @@ def compare(label: str, games: int, aec: int, repeats: int, seed: int) -> None:
         "numeric env": (games, lambda: env_games(numeric_cls(opponent="random"), games, seed, numeric_answer)),
         "pettingzoo": (aec, lambda: aec_games(aec_module.env(), aec, seed)),
     }
+    if game_string == "tic_tac_toe" and has_textarena():
+        loops["textarena"] = (games, lambda: textarena_games(games, seed))
     best = dict.fromkeys(loops, float("inf"))
     steps = dict.fromkeys(loops, 0)
     for _ in range(repeats):
@@ -140,8 +176,10 @@ def compare(label: str, games: int, aec: int, repeats: int, seed: int) -> None:
     for name, seconds in best.items():
         rate = loops[name][0] / seconds
         unit = "agent decisions/s" if name == "raw pyspiel" else "env steps/s"
-        ratio = "" if name == "raw pyspiel" else f"  ratio to raw: {rate / raw_rate:.3f}x"
+        ratio = "" if name in ("raw pyspiel", "textarena") else f"  ratio to raw: {rate / raw_rate:.3f}x"
         print(f"  {name:12s}: {rate:10.0f} games/s {steps[name] / seconds:10.0f} {unit}{ratio}")
+    if "textarena" in best:
+        print(f"  text env / TextArena: {best['textarena'] / best['text env']:.2f}x games/s")
 
 
 def main() -> None:

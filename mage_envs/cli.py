@@ -179,7 +179,11 @@ def _cmd_serve(args: argparse.Namespace) -> int:
     settings = ServerSettings(
         token=args.token,
         max_sessions=args.max_sessions,
+        max_sessions_per_client=args.max_sessions_per_client,
         idle_timeout=args.idle_timeout,
+        http_idle_timeout=args.http_idle_timeout,
+        ws_ping_interval=args.ws_ping_interval,
+        ws_ping_timeout=args.ws_ping_timeout,
         max_body_bytes=args.max_body_bytes,
         default_env=args.env,
     )
@@ -251,9 +255,20 @@ def build_parser() -> argparse.ArgumentParser:
     sv.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
     sv.add_argument("--token", default=os.environ.get("MAGE_SERVE_TOKEN") or None,
                     help="bearer token required on every route but /health (default: $MAGE_SERVE_TOKEN)")
-    sv.add_argument("--max-sessions", type=int, default=64, help="open sessions at most (default: %(default)s)")
+    sv.add_argument("--max-sessions", type=int, default=64,
+                    help="open sessions at most; when full, the least recently used idle HTTP session makes room "
+                    "(default: %(default)s)")
+    sv.add_argument("--max-sessions-per-client", type=int, default=None,
+                    help="open sessions per client address at most (default: no cap)")
     sv.add_argument("--idle-timeout", type=float, default=600.0,
-                    help="seconds without a message before a session is closed (default: %(default)s)")
+                    help="seconds without a message before a WebSocket session is closed (default: %(default)s)")
+    sv.add_argument("--http-idle-timeout", type=float, default=60.0,
+                    help="seconds without a request before an HTTP session is reaped (default: %(default)s)")
+    sv.add_argument("--ws-ping-interval", type=float, default=20.0,
+                    help="seconds between pings on each WebSocket (default: %(default)s)")
+    sv.add_argument("--ws-ping-timeout", type=float, default=20.0,
+                    help="seconds a ping waits for its pong before the socket and its session are dropped "
+                    "(default: %(default)s)")
     sv.add_argument("--max-body-bytes", type=int, default=1 << 20,
                     help="largest HTTP body or WebSocket message (default: %(default)s)")
     sv.add_argument("--env", default="mage/KuhnPoker-v0", help="env of a reset without env_id (default: %(default)s)")

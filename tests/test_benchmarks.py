@@ -364,3 +364,24 @@ def test_the_fresh_deal_config_file_is_the_benchmarked_variant():
     shipped = load_config(SCRIPT.parent.parent / "examples" / "fresh_deals.yaml")
     assert shipped == apply_overrides(TrainConfig(), learning.VARIANTS["fresh-deals-entropy-hold-1200"])
     assert shipped != TrainConfig() and not shipped.env.repeat_instance
+
+
+def test_server_load_short_version_loses_nothing_and_leaves_no_session(tmp_path):
+    script = SCRIPT.parent / "server_load.py"
+    output = tmp_path / "server_load.json"
+    done = subprocess.run([sys.executable, str(script), "--ws-clients", "2", "--http-clients", "2",
+                           "--meta-episodes", "1", "--rounds", "1", "--processes", "1", "--flood", "40", "--killed", "2", "--slow", "1",
+                           "--bad", "1", "--tokens", "2", "--games", "kuhn,tictactoe", "--output", str(output)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]  # non-zero: something was lost
+    report = json.loads(output.read_text())
+    rows = {row["phase"].split(":")[0]: row for row in report["rows"]}
+    assert list(rows) == ["load", "clients SIGKILLed mid-episode", "frozen clients (SIGSTOP)", "slow clients",
+                          "malformed + oversized frames", "wrong tokens", "server SIGKILLed + restarted mid-episode"]
+    assert all(row["lost"] == 0 and row["sessions_after"] == 0 and row["steps"] > 0 for row in rows.values())
+    assert rows["load"]["clients"] == 4 and rows["load"]["served_to_local"] > 0
+    assert rows["clients SIGKILLed mid-episode"]["sessions_held"] == 2  # they held sessions, which were freed
+    assert rows["slow clients"]["flood_statuses"] == {"200": 40}  # no bare reset refused
+    assert set(report["server_rss_mib"]) == {"before_load", "after_each_load_round", "after_faults"}
+    assert 0 < rows["slow clients"]["peak_http_sessions"] <= 4 + 8 + 1  # the flood kept to its cap (clients + 8)
+    assert "lost" in done.stdout and len([line for line in done.stdout.splitlines() if line.endswith(" 0")]) >= 7

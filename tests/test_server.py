@@ -3,22 +3,20 @@
 
 import http.client
 import json
-import socket
 import subprocess
 import sys
 import threading
-import time
-import urllib.error
-import urllib.request
 
 import gymnasium as gym
 import pytest
+import server_helpers
+from server_helpers import running
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 from websockets.sync.client import connect
 
 from mage_envs.cli import main
 from mage_envs.server import RemoteEnv, RemoteEnvError
-from mage_envs.server.catalog import accepted_kwargs
+from mage_envs.server.catalog import accepted_kwargs, text_ids, to_json
 
 TOKEN = "test-token"
 AUTH = {"Authorization": f"Bearer {TOKEN}"}
@@ -30,52 +28,20 @@ MAX_BODY = 1 << 20
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     """`mage serve` in a subprocess on a free loopback port; its URL."""
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
     log = tmp_path_factory.mktemp("server") / "server.log"
-    command = [sys.executable, "-m", "mage_envs.cli", "serve", "--port", str(port), "--token", TOKEN,
-               "--max-sessions", str(MAX_SESSIONS), "--idle-timeout", str(IDLE)]
-    with open(log, "w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            urllib.request.urlopen(url + "/health", timeout=1).close()
-            break
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                process.kill()
-                pytest.fail(f"the server did not start:\n{log.read_text()}")
-            time.sleep(0.1)
-    yield url
-    process.terminate()
-    try:
-        process.wait(timeout=10)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
+    with running(log, "--token", TOKEN, "--max-sessions", MAX_SESSIONS, "--idle-timeout", IDLE,
+                 "--http-idle-timeout", IDLE) as served:
+        yield served.url
 
 
 def request(url, method="GET", body=None, headers=AUTH, raw=None):
-    """(status, JSON answer) of one HTTP request; 4xx/5xx answers are returned, not raised."""
-    data = raw if raw is not None else None if body is None else json.dumps(body).encode()
-    req = urllib.request.Request(url, data=data, method=method, headers={"Content-Type": "application/json", **headers})
-    try:
-        with urllib.request.urlopen(req, timeout=30) as answer:
-            return answer.status, json.loads(answer.read() or b"null")
-    except urllib.error.HTTPError as error:
-        return error.code, json.loads(error.read() or b"null")
+    """(status, JSON answer) of one HTTP request with the token; 4xx/5xx answers are returned, not raised."""
+    return server_helpers.request(url, method, body, headers, raw)
 
 
 def wait_for_sessions(url, count, timeout=IDLE + 5):
     """Wait until the server has `count` open sessions; the time it took."""
-    start = time.monotonic()
-    while request(url + "/health", headers={})[1]["active_sessions"] != count:
-        assert time.monotonic() - start < timeout, f"still not {count} sessions after {timeout} s"
-        time.sleep(0.05)
-    return time.monotonic() - start
+    return server_helpers.wait_for_sessions(url, count, timeout)
 
 
 def play(env, seed, episodes=2):
@@ -100,7 +66,8 @@ def ws_call(websocket, kind, data=None):
 
 def test_health_is_open_and_everything_else_needs_the_token(server):
     assert request(server + "/health", headers={}) == (200, {"status": "healthy", "active_sessions": 0,
-                                                             "max_sessions": MAX_SESSIONS})
+                                                             "max_sessions": MAX_SESSIONS, "ws_sessions": 0,
+                                                             "http_sessions": 0})
     status, body = request(server + "/schema", headers={})
     assert (status, body["code"]) == (401, "UNAUTHORIZED") and "Authorization: Bearer" in body["detail"]
     assert request(server + "/schema", headers={"Authorization": "Bearer guess"})[1]["detail"] == "wrong bearer token"
@@ -167,6 +134,8 @@ def test_http_session_round_trip(server):
     assert (status, over["code"]) == (409, "EXECUTION_ERROR") and "call reset()" in over["detail"]
     assert request(server + f"/sessions/{session}", "DELETE")[0] == 204
     assert request(server + f"/state?session_id={session}")[0] == 404
+    status, stateless = request(server + "/step", "POST", {"action": {"message": "bet"}})  # OpenEnv's own smoke test
+    assert (status, stateless["code"]) == (409, "NO_EPISODE") and "session_id that POST /reset" in stateless["detail"]
 
 
 @pytest.mark.parametrize("body, status, code, words", [
@@ -326,3 +295,37 @@ def test_no_argument_that_names_code_or_files_is_taken_from_clients():
         del gym.registry["mage/FileArguments-v0"]
     meta = accepted_kwargs("mage/TicTacToe-meta-v0")
     assert "base" not in meta and {"opponent", "num_episodes", "reward_mode"} <= meta
+
+
+TEXT_IDS = text_ids()
+#: Ids whose env takes seconds to make (a large catalog, generated households): the slow run plays them.
+HEAVY = ("mage/Household", "mage/WebShop-OOD")
+
+
+def seeded_transcript(env, seed, max_steps=60):
+    """`env.reset(seed=seed)` and up to `max_steps` steps cycling through the legal actions, as JSON text."""
+    obs, info = env.reset(seed=seed)
+    transcript, done = [[obs, info]], False
+    while not done and len(transcript) <= max_steps:
+        legal = info.get("legal_actions") or ["wait"]
+        obs, reward, terminated, truncated, info = env.step(f"<action>{legal[len(transcript) % len(legal)]}</action>")
+        transcript.append([obs, reward, terminated, truncated, info])
+        done = terminated or truncated
+    return json.dumps(to_json(transcript))
+
+
+def test_every_text_id_is_registered_here():
+    assert len(TEXT_IDS) >= 14 and {"mage/KuhnPoker-meta-v0", "mage/WebShop-v0", "mage/Household-meta-v0"} <= set(
+        TEXT_IDS)
+
+
+@pytest.mark.parametrize("env_id", [
+    pytest.param(env_id, marks=pytest.mark.slow) if env_id.startswith(HEAVY) else env_id for env_id in TEXT_IDS])
+def test_a_served_seed_gives_the_local_episode(server, env_id):
+    remote = RemoteEnv(server, env_id, token=TOKEN)
+    try:
+        seeded_transcript(remote, seed=1, max_steps=3)  # the session's stream is elsewhere now: a dropped seed shows
+        served = seeded_transcript(remote, seed=20261203)
+    finally:
+        remote.close()
+    assert served == seeded_transcript(gym.make(env_id), seed=20261203)  # byte for byte

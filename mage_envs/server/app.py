@@ -34,7 +34,7 @@ from .protocol import (
     TextObservation,
     explain,
 )
-from .security import BearerToken, BodySizeLimit
+from .security import BearerToken, BodySizeLimit, client_of
 from .session import SessionManager
 from .settings import ServerSettings
 from .websocket import run_session
@@ -76,7 +76,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         make_env(settings.default_env, {}).close()
     except ServerError as error:
         raise ValueError(f"default_env: {error.message}") from None
-    sessions = SessionManager(settings.max_sessions, settings.idle_timeout, settings.default_env)
+    sessions = SessionManager(
+        settings.max_sessions,
+        settings.idle_timeout,
+        settings.default_env,
+        http_idle_timeout=settings.http_idle_timeout,
+        max_per_client=settings.max_sessions_per_client,
+    )
 
     @contextlib.asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -95,7 +101,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @app.get("/health")
     async def health() -> dict[str, Any]:
-        return {"status": "healthy", "active_sessions": sessions.active, "max_sessions": sessions.max_sessions}
+        return {
+            "status": "healthy",
+            "active_sessions": sessions.active,
+            "max_sessions": sessions.max_sessions,
+            "ws_sessions": sessions.count("ws"),
+            "http_sessions": sessions.count("http"),
+        }
 
     @app.get("/schema")
     async def schema(env_id: str | None = None, env_kwargs: str | None = None) -> dict[str, Any]:
@@ -108,8 +120,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         }
 
     @app.post("/reset")
-    async def reset(request: HttpResetRequest) -> dict[str, Any]:
-        session = sessions.get(request.session_id) if request.session_id else sessions.open("http")
+    async def reset(request: HttpResetRequest, http: Request) -> dict[str, Any]:
+        session = sessions.get(request.session_id) if request.session_id else sessions.open("http", client_of(http))
         try:
             payload = await session.reset(request)
         except ServerError:
@@ -121,6 +133,12 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @app.post("/step")
     async def step(request: HttpStepRequest) -> dict[str, Any]:
+        if request.session_id is None:
+            raise ServerError(
+                "NO_EPISODE",
+                "POST /step needs the session_id that POST /reset answered (in metadata.session_id): a game is "
+                "played in a session, a stateless step has no episode to act on (or use the WebSocket at /ws)",
+            )
         payload = await sessions.get(request.session_id).step(request.action)
         payload["metadata"]["session_id"] = request.session_id
         return payload

@@ -9,6 +9,8 @@ Example:
     >>> import mage_envs
     >>> "opponent" in accepted_kwargs("mage/KuhnPoker-meta-v0"), "base" in accepted_kwargs("mage/KuhnPoker-meta-v0")
     (True, False)
+    >>> "mage/KuhnPoker-meta-v0" in text_ids(), "mage/KuhnPoker-tensor-v0" in text_ids()
+    (True, False)
     >>> to_json({"returns": (1.0, float("nan")), 2: None})
     {'returns': [1.0, None], '2': None}
 """
@@ -57,6 +59,11 @@ def accepted_kwargs(env_id: str) -> frozenset[str]:
     else:
         names = _parameters(_load(spec.entry_point))
     return frozenset(n for n in names if n not in _REFUSED and not n.endswith(_REFUSED_SUFFIXES))
+
+
+def text_ids() -> list[str]:
+    """The ids the server serves: every registered ``mage/*`` id whose spaces are ``Text``, sorted."""
+    return [env_id for env_id in mage_ids() if _is_text(env_id)]
 
 
 @cache

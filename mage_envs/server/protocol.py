@@ -35,6 +35,7 @@ STATUS: dict[str, int] = {
     "PAYLOAD_TOO_LARGE": 413,
     "VALIDATION_ERROR": 422,
     "FACTORY_ERROR": 422,
+    "CLIENT_LIMIT": 429,
     "CAPACITY_REACHED": 503,
 }
 
@@ -86,9 +87,9 @@ class TextAction(_Strict):
 
 
 class HttpStepRequest(_Strict):
-    """``POST /step`` on an HTTP session."""
+    """``POST /step`` on an HTTP session (``None``: OpenEnv's stateless step, refused with a reason)."""
 
-    session_id: str = Field(max_length=64)
+    session_id: str | None = Field(default=None, max_length=64)
     action: TextAction
 
 

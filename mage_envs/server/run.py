@@ -25,6 +25,8 @@ def _config(settings: ServerSettings, host: str, port: int, log_level: str) -> u
         host=host,
         port=port,
         ws_max_size=settings.max_body_bytes,
+        ws_ping_interval=settings.ws_ping_interval,
+        ws_ping_timeout=settings.ws_ping_timeout,
         log_level=log_level,
         server_header=False,
     )

@@ -17,6 +17,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 from starlette.datastructures import Headers
+from starlette.requests import HTTPConnection
 from starlette.websockets import WebSocket
 
 from .protocol import ServerError
@@ -32,6 +33,11 @@ def token_matches(header: str | None, token: str) -> bool:
     """Whether an ``Authorization`` header value is ``Bearer <token>`` (compared in constant time)."""
     scheme, _, given = (header or "").partition(" ")
     return scheme.lower() == "bearer" and hmac.compare_digest(given.strip().encode(), token.encode())
+
+
+def client_of(connection: HTTPConnection) -> str:
+    """The client's address, which ``--max-sessions-per-client`` counts by (``""`` if unknown)."""
+    return connection.client.host if connection.client else ""
 
 
 class BearerToken:

@@ -1,9 +1,13 @@
-"""Sessions: one env per client, a cap on how many, and the reaping of idle ones.
+"""Sessions: one env per client, a cap on how many, and who yields when the server is full.
 
-A WebSocket connection owns one session for its lifetime (its handler closes it when the
-socket goes quiet for ``idle_timeout``); an HTTP session lives until ``DELETE
-/sessions/{id}`` or until the reaper finds it idle. Calls on one session are serialized
-and the env code runs in a worker thread, so a slow env never blocks the others.
+A WebSocket connection owns one session for its lifetime: its handler closes it when the
+socket drops (a frozen or cut-off peer misses the server's pings and is dropped too) or
+goes quiet for ``idle_timeout``. An HTTP session is a lease: it lives until ``DELETE
+/sessions/{id}``, until ``http_idle_timeout`` s without a request, or until a new session
+needs its slot. So a client that never closes cannot lock others out: when the server is
+full, or a client is at ``max_per_client``, the least recently used HTTP session that is
+not in a call makes room. Calls on one session are serialized and the env code runs in a
+worker thread, so a slow env never blocks the others.
 
 Example:
     >>> import asyncio, mage_envs
@@ -25,6 +29,7 @@ import asyncio
 import secrets
 import time
 import uuid
+from collections import OrderedDict
 from typing import Any, Literal
 
 import gymnasium as gym
@@ -52,9 +57,10 @@ def observation_payload(
 class Session:
     """One client's env and its current episode."""
 
-    def __init__(self, session_id: str, kind: Kind, default_env: str) -> None:
+    def __init__(self, session_id: str, kind: Kind, default_env: str, client: str = "") -> None:
         self.id = session_id
         self.kind = kind
+        self.client = client
         self.default_env = default_env
         self.env: gym.Env | None = None
         self.env_id: str | None = None
@@ -62,13 +68,13 @@ class Session:
         self.episode_id: str | None = None
         self.step_count = 0
         self.done = False
-        self.closed = False
+        self.closed: str | None = None  # why, once closed
         self.lock = asyncio.Lock()
         self.last_active = time.monotonic()
 
     def _check_open(self) -> None:
-        if self.closed:
-            raise ServerError("SESSION_NOT_FOUND", f"session {self.id} is closed")
+        if self.closed is not None:
+            raise ServerError("SESSION_NOT_FOUND", f"session {self.id} {self.closed}")
         self.last_active = time.monotonic()
 
     async def reset(self, request: ResetRequest) -> dict[str, Any]:
@@ -124,36 +130,100 @@ class Session:
             self.env.close()
             self.env = None
 
-    async def close(self) -> None:
+    def close_now(self, reason: str) -> None:
+        """Close the env at once: only for a session that is not in a call."""
+        assert not self.lock.locked(), "close_now during a call"
+        self.closed = reason
+        self._close_env()
+
+    async def close(self, reason: str = "was closed") -> None:
         """Close the env once the call in progress, if any, has finished."""
         async with self.lock:
-            self.closed = True
+            self.closed = reason
             self._close_env()
 
 
-class SessionManager:
-    """At most ``max_sessions`` sessions; HTTP sessions idle for ``idle_timeout`` s are reaped."""
+#: How many ended HTTP session ids are remembered, to say why a late request finds none.
+_REMEMBERED = 4096
 
-    def __init__(self, max_sessions: int, idle_timeout: float, default_env: str) -> None:
+
+class SessionManager:
+    """At most ``max_sessions`` sessions, ``max_per_client`` per client address (``None``: no cap).
+
+    HTTP sessions idle for ``http_idle_timeout`` s are reaped, and one makes room (least
+    recently used first) when a new session would be refused.
+    """
+
+    def __init__(
+        self,
+        max_sessions: int,
+        idle_timeout: float,
+        default_env: str,
+        *,
+        http_idle_timeout: float | None = None,
+        max_per_client: int | None = None,
+    ) -> None:
         self.max_sessions = max_sessions
         self.idle_timeout = idle_timeout
+        self.http_idle_timeout = idle_timeout if http_idle_timeout is None else http_idle_timeout
+        self.max_per_client = max_per_client
         self.default_env = default_env
         self._sessions: dict[str, Session] = {}
+        self._ended: OrderedDict[str, str] = OrderedDict()  # HTTP session id -> why it ended
 
     @property
     def active(self) -> int:
         """How many sessions are open."""
         return len(self._sessions)
 
-    def open(self, kind: Kind) -> Session:
-        """A new session, or ``CAPACITY_REACHED`` when the server is full."""
+    def count(self, kind: Kind) -> int:
+        """How many sessions of ``kind`` are open."""
+        return sum(session.kind == kind for session in self._sessions.values())
+
+    def _evictable(self, client: str | None = None) -> Session | None:
+        """The least recently used HTTP session not in a call (of ``client``, if given)."""
+        candidates = [
+            s for s in self._sessions.values()
+            if s.kind == "http" and not s.lock.locked() and (client is None or s.client == client)
+        ]
+        return min(candidates, key=lambda s: s.last_active, default=None)
+
+    def _evict(self, session: Session, reason: str) -> None:
+        del self._sessions[session.id]
+        self._remember(session.id, reason)
+        session.close_now(reason)
+
+    def _remember(self, session_id: str, reason: str) -> None:
+        self._ended[session_id] = reason
+        while len(self._ended) > _REMEMBERED:
+            self._ended.popitem(last=False)
+
+    def open(self, kind: Kind, client: str = "") -> Session:
+        """A new session for ``client``, after evicting an HTTP session if one must make room.
+
+        Raises ``CLIENT_LIMIT`` when ``client`` holds ``max_per_client`` sessions none of
+        which can yield, ``CAPACITY_REACHED`` when the server is full of such sessions.
+        """
+        held = [s for s in self._sessions.values() if s.client == client]
+        if self.max_per_client is not None and len(held) >= self.max_per_client:
+            own = self._evictable(client)
+            if own is None:
+                raise ServerError(
+                    "CLIENT_LIMIT",
+                    f"client {client} holds {len(held)} sessions, its limit (--max-sessions-per-client "
+                    f"{self.max_per_client}); close one first",
+                )
+            self._evict(own, f"was evicted: its client opened more than {self.max_per_client} sessions")
         if len(self._sessions) >= self.max_sessions:
-            raise ServerError(
-                "CAPACITY_REACHED",
-                f"the server is full: {len(self._sessions)} of {self.max_sessions} sessions in use; close one, "
-                f"wait for idle ones to expire ({self.idle_timeout:g} s) or start it with a larger --max-sessions",
-            )
-        session = Session(secrets.token_urlsafe(16), kind, self.default_env)
+            oldest = self._evictable()
+            if oldest is None:
+                raise ServerError(
+                    "CAPACITY_REACHED",
+                    f"the server is full: {len(self._sessions)} of {self.max_sessions} sessions in use, none of "
+                    f"them an idle HTTP session; close one, or start the server with a larger --max-sessions",
+                )
+            self._evict(oldest, "was evicted: the server was full and it was the least recently used")
+        session = Session(secrets.token_urlsafe(16), kind, self.default_env, client)
         self._sessions[session.id] = session
         return session
 
@@ -161,29 +231,34 @@ class SessionManager:
         """The open HTTP session ``session_id`` (a WebSocket's session is its connection's alone)."""
         session = self._sessions.get(session_id)
         if session is None or session.kind != "http":
-            raise ServerError("SESSION_NOT_FOUND", f"no open HTTP session {session_id!r}: it was closed or reaped")
+            why = self._ended.get(session_id)
+            detail = f"it {why}" if why else "it was never opened, or it was closed or reaped"
+            raise ServerError("SESSION_NOT_FOUND", f"no open HTTP session {session_id!r}: {detail}")
         return session
 
-    async def close(self, session_id: str) -> None:
+    async def close(self, session_id: str, reason: str = "was closed") -> None:
         """Close and forget a session (no-op if it is gone already)."""
         session = self._sessions.pop(session_id, None)
         if session is not None:
-            await session.close()
+            if session.kind == "http":
+                self._remember(session_id, reason)
+            await session.close(reason)
 
     async def close_all(self) -> None:
         """Close every session (server shutdown)."""
         for session_id in list(self._sessions):
-            await self.close(session_id)
+            await self.close(session_id, "was closed: the server shut down")
 
     async def reap(self) -> None:
-        """Close the HTTP sessions idle for longer than ``idle_timeout``."""
+        """Close the HTTP sessions idle for longer than ``http_idle_timeout``."""
         now = time.monotonic()
         for session in list(self._sessions.values()):
-            if session.kind == "http" and not session.lock.locked() and now - session.last_active > self.idle_timeout:
-                await self.close(session.id)
+            idle = now - session.last_active
+            if session.kind == "http" and not session.lock.locked() and idle > self.http_idle_timeout:
+                await self.close(session.id, f"expired after {self.http_idle_timeout:g} s without a request")
 
     async def reap_forever(self) -> None:
-        """Call :meth:`reap` every quarter of the idle timeout (at most every 30 s)."""
+        """Call :meth:`reap` every quarter of the HTTP idle timeout (at most every 30 s)."""
         while True:
-            await asyncio.sleep(min(self.idle_timeout / 4, 30.0))
+            await asyncio.sleep(min(self.http_idle_timeout / 4, 30.0))
             await self.reap()

@@ -1,8 +1,9 @@
 """The WebSocket session: OpenEnv's ``reset`` / ``step`` / ``state`` / ``close`` messages.
 
 Each message gets one answer (``observation``, ``state`` or ``error``). A bad message gets
-an ``error`` answer and the session goes on; ``close``, a disconnect or ``idle_timeout``
-seconds without a message end it.
+an ``error`` answer and the session goes on; ``close``, a disconnect (however it comes:
+a closed socket, a killed client, or a peer that misses the server's pings, which uvicorn
+drops after ``ws_ping_timeout``) or ``idle_timeout`` seconds without a message end it.
 
 Example (no socket needed to answer one message):
     >>> import asyncio, mage_envs
@@ -24,6 +25,7 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocket, WebSocketDisconnect
 
 from .protocol import ResetRequest, ServerError, TextAction, WSMessage, explain
+from .security import client_of
 from .session import Session, SessionManager
 
 #: Close codes: 1001 going away (idle), 1013 try again later (server full).
@@ -72,7 +74,7 @@ async def run_session(websocket: WebSocket, sessions: SessionManager) -> None:
     """Accept the socket, open its session and answer its messages until it ends."""
     await websocket.accept()
     try:
-        session = sessions.open("ws")
+        session = sessions.open("ws", client_of(websocket))
     except ServerError as error:
         await websocket.send_json({"type": "error", "data": error.payload()})
         await websocket.close(FULL_CLOSE)

@@ -29,7 +29,7 @@ from .evaluation import evaluate
 from .opponents.registry import archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
-from .registration import check_env_id
+from .registration import check_env_id, check_env_options
 from .transcripts import start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
@@ -115,10 +115,13 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
+    agents = _agents_of(args)
     env_kwargs = parse_pairs(args.env_kwarg)
+    if args.env is not None or args.model is None:  # else a checkpoint's env, checked when its config is built
+        check_env_options(args.env or DEFAULT_ENV, env_kwargs)
     opponents = None if args.opponents is None else (
         args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(","))
-    for agent_name in _agents_of(args):
+    for agent_name in agents:
         if agent_name in MODEL_AGENTS:
             _evaluate_model(agent_name, args, opponents, env_kwargs)
             continue

@@ -83,6 +83,9 @@ def test_flags_equal_to_the_defaults_give_the_default_config():
     ({"schedule": "cosin"}, "did you mean 'cosine'"),
     ({"learning_rte": 1.0}, "unknown setting 'learning_rte' .did you mean 'learning_rate'"),
     ({"env_id": "mage/KunhPoker-meta-v0"}, "unknown env_id .* .did you mean 'mage/KuhnPoker-meta-v0'"),
+    ({"env_options": {"prompt_styl": "compact"}},
+     "mage/KuhnPoker-meta-v0 takes no option 'prompt_styl' .did you mean 'prompt_style'..; its options: opponent, "),
+    ({"env_id": "mage/Sokoban-meta-v0", "env_options": {"max_step": 30}}, "did you mean 'max_steps'"),
 ])
 def test_bad_settings_are_refused_when_the_config_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -129,6 +132,10 @@ def test_train_answers_a_misspelling_before_any_work(argv, message, tmp_path, ca
 def test_eval_answers_a_misspelt_env_id_before_loading(tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KunhPoker-meta-v0"]) == 2
     assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err
+    assert main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KuhnPoker-meta-v0",
+                 "--env-kwarg", "num_episode=2"]) == 2
+    assert "takes no option 'num_episode' (did you mean 'num_episodes'?)" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
 
 
 def test_every_example_config_loads_and_the_smollm2_one_trains_a_lora_on_action_tokens():

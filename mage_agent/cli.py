@@ -33,6 +33,7 @@ from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, fiel
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
 
+LOG = logging.getLogger(__name__)
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
@@ -135,12 +136,15 @@ def evaluate_policy(
     nonadaptive = None
     game_string = game_of(game)  # not None when there is a population
     if population and game_string and all(o.get("best_response_exact") for o in data["opponents"].values()):
+        LOG.info("oracle: the best non-adaptive value against the training population (%s)", ", ".join(population))
         nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     adaptive = None
     sees_earlier_hands = config.env.memory or config.env.reflection
     if (game_string and supports(game_string) and nonadaptive is not None and not config.env.repeat_instance
             and sees_earlier_hands):
+        LOG.info("oracle: the Bayes-optimal adaptive value over %d hands, then that agent on the %d meta-episodes "
+                 "per opponent just evaluated", config.env.num_episodes, config.run.eval_meta_episodes)
         adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
         adaptive *= config.env.reward_scale
         data["bayes_by_episode"] = bayes_on_sample(config, population, list(data["opponents"]))
@@ -188,7 +192,7 @@ def bayes_on_sample(config: TrainConfig, population: dict[str, float], opponents
 
 
 @contextlib.contextmanager
-def _notes_to_stderr() -> Iterator[None]:
+def notes_to_stderr() -> Iterator[None]:
     """While in the block, ``mage_agent``'s log notes (which forward runs, and why) go to stderr."""
     log = logging.getLogger("mage_agent")
     handler = logging.StreamHandler(sys.stderr)
@@ -205,7 +209,7 @@ def _notes_to_stderr() -> Iterator[None]:
 
 def train_main(argv: Sequence[str]) -> int:
     """``mage train``: train, plot and evaluate; the exit status."""
-    with _notes_to_stderr():
+    with notes_to_stderr():
         return _train(argv)
 
 

@@ -154,10 +154,11 @@ def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[
                     env_kwargs: dict[str, object]) -> None:
     """``--agent policy|react|reflexion``: handled by ``mage_agent`` (needs torch)."""
     agent_cli = _agent_cli()
-    agent_cli.evaluate_model(
-        args.model, agent, env_id=args.env, opponents=opponents,
-        meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
-        output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+    with agent_cli.notes_to_stderr():  # the notes `mage train` shows (which forward runs, the oracles' work)
+        agent_cli.evaluate_model(
+            args.model, agent, env_id=args.env, opponents=opponents,
+            meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
+            output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
 
 
 def _agent_cli() -> Any:

@@ -234,12 +234,14 @@ def evaluate(
         for env in envs:
             env.close()
         result = recorder.result()
-        if oracle and game:
+        if oracle and game:   # a search bot's best response is a tree search: say so while it runs
+            bar.set_postfix_str(f"oracle values against {name} (best response, equilibrium, deal-known)")
             played = recorder.first_instances()
             _attach_oracle(result, game, name, env_kwargs, played if repeats else None)
             if not repeats and num_episodes > 1 and result.best_response_exact:
                 result.best_response_by_episode = _on_sample_best_response(game, name, env_kwargs, recorder)
         report.opponents[name] = result
+        bar.set_postfix_str("")
     bar.close()
     return report
 

@@ -250,3 +250,12 @@ def test_mage_eval_plays_the_bayes_optimal_agent_with_the_opponents_as_its_prior
         assert saved["opponents"][name]["mean_return_by_episode"] == direct.opponents[name].mean_return_by_episode
     assert main(["eval", "--agent", "bayes", "--env", "mage/LeducPoker-meta-v0", "--meta-episodes", "1", "--quiet",
                  "--output-dir", str(tmp_path / "leduc")]) == 2   # solved for Kuhn Poker only: a clear error
+
+
+def test_the_progress_bar_says_when_the_oracles_run(capsys):
+
+    evaluate(RandomLegalAgent(seed=0), "mage/KuhnPoker-meta-v0", opponents=["aggressive", "nash"], meta_episodes=2,
+             progress=True)
+    shown = capsys.readouterr().err
+    for name in ("aggressive", "nash"):
+        assert f"oracle values against {name} (best response, equilibrium, deal-known)" in shown

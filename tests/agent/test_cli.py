@@ -129,3 +129,17 @@ def test_train_says_when_the_packed_forward_does_not_apply(tmp_path, capsys):
                  "--tensorboard", "false", "--activation-checkpointing", "true"])
     assert code == 0
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in capsys.readouterr().err
+
+
+def test_eval_of_a_checkpoint_shows_the_notes_train_shows(tmp_path, capsys):
+    out = tmp_path / "run"
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
+                 "--eval-meta-episodes", "2", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
+                 "--activation-checkpointing", "true", "--heldout", "[]", "--checkpoint-every", "1"]) == 0
+    trained = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mage: ")]
+    assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in trained
+    assert ("mage: oracle: the best non-adaptive value against the training population (conservative, aggressive, "
+            "intermediate)") in trained
+    assert main(["eval", "--model", str(out / "checkpoints" / "iter-000001"), "--quiet"]) == 0
+    evaluated = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mage: ")]
+    assert sorted(set(evaluated)) == sorted(set(trained))

@@ -253,7 +253,6 @@ def test_mage_eval_plays_the_bayes_optimal_agent_with_the_opponents_as_its_prior
 
 
 def test_the_progress_bar_says_when_the_oracles_run(capsys):
-
     evaluate(RandomLegalAgent(seed=0), "mage/KuhnPoker-meta-v0", opponents=["aggressive", "nash"], meta_episodes=2,
              progress=True)
     shown = capsys.readouterr().err

@@ -459,7 +459,7 @@ def _on_sample_best_response(game: str, opponent: str, env_kwargs: dict[str, Any
     episode index was played on (``None`` without chance events or a full record)."""
     import pyspiel
 
-    from .games.facts import load_game
+    from .facts import load_game
     from .oracle.winnable import best_response_instance_value
 
     if load_game(game).get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC:

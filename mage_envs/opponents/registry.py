@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from ..core.entry_points import load_entry_point
-from ..games.facts import load_game
+from ..facts import load_game
 from .base import Archetype, Opponent, OpponentFactory, Split
 
 __all__ = [

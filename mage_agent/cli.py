@@ -25,7 +25,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
-from mage_envs.transcripts import start_transcript
+from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
@@ -107,7 +107,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def evaluate_policy(
     policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
     verbose: bool = True, opponents: str | list[str] | None = None, transcript: Path | None = None,
-    oracle: bool = True,
+    oracle: bool = True, transcript_steps: int | None = TRANSCRIPT_STEPS,
 ) -> dict:
     """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
     (JSON) and a PNG, and print the table unless ``verbose`` is false. ``oracle=False``
@@ -115,7 +115,8 @@ def evaluate_policy(
 
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
     baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
-    :func:`~mage_envs.evaluation.evaluate` appends to and resumes from."""
+    :func:`~mage_envs.evaluation.evaluate` appends to and resumes from, with the steps of
+    the first ``transcript_steps`` per opponent (``None``: all)."""
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
     from mage_envs.oracle.adaptive import supports
 
@@ -126,7 +127,7 @@ def evaluate_policy(
         report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                           meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
                           env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
-                          agent_name=name, transcript=transcript, oracle=oracle)
+                          agent_name=name, transcript=transcript, oracle=oracle, transcript_steps=transcript_steps)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
@@ -234,12 +235,14 @@ def _train(argv: Sequence[str]) -> int:
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
-        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet)
+        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet,
+                        transcript=start_transcript(output / "transcript_untrained.jsonl", overwrite=True))
     trainer.train()
     if main and (output / "metrics.jsonl").exists():
         plot_training(output / "metrics.jsonl", output / "training.png")
-    if main and config.run.eval_meta_episodes:
-        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet)
+    if main and config.run.eval_meta_episodes:  # a sample of transcripts, so that every run can be replayed
+        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet,
+                        transcript=start_transcript(output / "transcript_trained.jsonl", overwrite=True))
     trainer.world.barrier()
     trainer.world.close()
     return 0
@@ -258,6 +261,7 @@ def evaluate_model(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    transcript_steps: int | None = TRANSCRIPT_STEPS,
 ) -> dict:
     """``mage eval --agent policy|react|reflexion --model MODEL``: evaluate a checkpoint or a model.
 
@@ -266,7 +270,8 @@ def evaluate_model(
     overrides the checkpoint's setting when given. ``eval_<agent>.json`` and
     ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
     else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
-    with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`).
+    with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`); it
+    keeps the steps of the first ``transcript_steps`` meta-episodes per opponent.
     """
     folder = Path(model)
     state_file = folder / "state.json"
@@ -294,4 +299,4 @@ def evaluate_model(
         builder = react_agent if agent == "react" else reflexion_agent
         player = builder(policy, sampling_of(config), seed=config.run.eval_seed)
     return evaluate_policy(policy, config, output / f"eval_{agent}.json", agent, progress=progress, agent=player,
-                           opponents=opponents, transcript=transcript)
+                           opponents=opponents, transcript=transcript, transcript_steps=transcript_steps)

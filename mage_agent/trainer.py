@@ -50,7 +50,8 @@ from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
-#: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).
+#: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
+#: ``transcript*.jsonl``).
 RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
 
 
@@ -62,7 +63,9 @@ def earlier_run(output: Path) -> list[Path]:
         []
     """
     named = [output / name for name in RUN_FILES if (output / name).exists()]
-    return named + sorted(output.glob("eval*.json")) + sorted(output.glob("eval*.png"))
+    evaluations = [path for pattern in ("eval*.json", "eval*.png", "transcript*.jsonl")
+                   for path in sorted(output.glob(pattern))]
+    return named + evaluations
 
 
 #: Settings that do not change what a run computes.

@@ -30,7 +30,7 @@ from .opponents.registry import archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id, check_env_options
-from .transcripts import start_transcript
+from .transcripts import TRANSCRIPT_STEPS, start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
 #: ``mage eval --agent`` choices: reference agents, local models (mage_agent, torch), API models.
@@ -91,6 +91,11 @@ def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[
         concurrency=args.concurrency, prompting=args.prompting or "plain")}
 
 
+def _transcript_steps(value: int) -> int | None:
+    """``--transcript-steps``: a count, or every meta-episode's steps for a negative one."""
+    return None if value < 0 else value
+
+
 def _given(value: int | None, default: int) -> int:
     return default if value is None else value
 
@@ -142,6 +147,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             agent_name=name,
             transcript=transcript,
+            transcript_steps=_transcript_steps(args.transcript_steps),
             **arguments,
         )
         path = report.save(output / f"eval_{name}.json")
@@ -158,7 +164,8 @@ def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[
         agent_cli.evaluate_model(
             args.model, agent, env_id=args.env, opponents=opponents,
             meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
-            output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+            output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
+            transcript_steps=_transcript_steps(args.transcript_steps))
 
 
 def _agent_cli() -> Any:
@@ -206,8 +213,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate an agent per opponent and episode index, beside the oracle values",
                         description="Evaluate reference agents, local models (policy, react, reflexion: the [agent] "
                         "extra) or an OpenAI-compatible API model (openai: the [api] extra). Every finished "
-                        "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl; --resume continues "
-                        "an interrupted evaluation without replaying them.")
+                        "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl (the steps of the first "
+                        "--transcript-steps per opponent, the results of all); --resume continues an interrupted "
+                        "evaluation without replaying them.")
     ev.add_argument("--agent", action="append", choices=AGENTS,
                     help="agent(s) to evaluate; repeat the flag for several (default: policy with --model, openai "
                     "with --base-url, else random and best-response). bayes: the Bayes-optimal agent of "
@@ -226,6 +234,10 @@ def build_parser() -> argparse.ArgumentParser:
                     help="extra gym.make argument, value parsed as JSON (e.g. seat=0, num_episodes=5)")
     ev.add_argument("--output-dir", default=None, help="where eval_<agent>.json and transcript_<agent>.jsonl go "
                     "(default: a checkpoint's run folder, else runs/eval)")
+    ev.add_argument("--transcript-steps", type=int, default=TRANSCRIPT_STEPS, metavar="N",
+                    help="per opponent, the meta-episodes (the first N by index) whose every prompt and answer the "
+                    "transcript keeps, for `mage view`; the others keep their results, which is all --resume needs "
+                    "(-1: every meta-episode's; default: %(default)s)")
     ev.add_argument("--resume", action="store_true", help="continue the evaluation in --output-dir's transcript")
     ev.add_argument("--overwrite", action="store_true", help="remove an earlier transcript in --output-dir first")
     ev.add_argument("--max-tokens", type=int, default=None,

@@ -155,6 +155,7 @@ def evaluate(
     batch_size: int = 256,
     stratify: bool = True,
     transcript: str | Path | None = None,
+    transcript_steps: int | None = None,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
@@ -176,7 +177,10 @@ def evaluate(
     meta-episodes already in it are read back, not played, so a rerun after a kill ends
     with the report an uninterrupted run gives (for an agent whose answers depend only on
     its prompts). A record with other settings (env, seed, ``env_kwargs``, agent name or
-    ``settings``, stratification or instance) raises ``ValueError``.
+    ``settings``, stratification or instance) raises ``ValueError``. ``transcript_steps``:
+    against each opponent, the meta-episodes (the first by index) whose every step
+    (prompts, answers) the transcript keeps; the others' records hold their results only,
+    which is all a resume needs (``None``: every meta-episode's steps).
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
@@ -211,7 +215,8 @@ def evaluate(
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
-        recorder = _Recorder(meta_episodes, num_episodes, keep_steps=log is not None)
+        kept = 0 if log is None else meta_episodes if transcript_steps is None else transcript_steps
+        recorder = _Recorder(meta_episodes, num_episodes, keep_steps=kept)
         todo = _resume(recorder, log, name, seed, instances)
         bar.update(meta_episodes - len(todo))
 
@@ -287,9 +292,9 @@ def _agent_name(agent: Agent | AgentFactory) -> str:
 
 class _Recorder:
     """Per-episode-index results of ``meta_episodes`` meta-episodes, filled as they finish
-    (played, or read back from a transcript); ``keep_steps`` also keeps every step."""
+    (played, or read back from a transcript); the first ``keep_steps`` also keep every step."""
 
-    def __init__(self, meta_episodes: int, n: int, keep_steps: bool = False) -> None:
+    def __init__(self, meta_episodes: int, n: int, keep_steps: int = 0) -> None:
         self.returns = np.zeros((meta_episodes, n))
         self.outcomes = np.empty((meta_episodes, n), dtype=object)
         self.successes = np.zeros((meta_episodes, n))
@@ -300,7 +305,10 @@ class _Recorder:
         #: (instance, seat) of each meta-episode's episodes, by index (games only; fresh deals
         #: give each episode its own, repeated ones the first episode's)
         self.episode_instances: dict[int, list[tuple[int, int] | None]] = {}
-        self.steps: dict[int, list[dict[str, Any]]] | None = {} if keep_steps else None
+        self.keep_steps = keep_steps
+        self.steps: dict[int, list[dict[str, Any]]] = {}
+        #: token usage summed over each meta-episode's answers (kept whether its steps are or not)
+        self.usage: dict[int, dict[str, int]] = {}
 
     def start(self, j: int, info: dict[str, Any]) -> None:
         """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
@@ -316,7 +324,11 @@ class _Recorder:
         if phase == "act":
             self.act_steps[j] += 1
             self.invalid_steps[j] += invalid is not None
-        if self.steps is not None:
+        total = self.usage.setdefault(j, {})
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                total[key] = total.get(key, 0) + value
+        if j < self.keep_steps:
             self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
                                                  "reward": float(reward), "invalid_action": invalid, "usage": usage})
         finished = info.get("episode_returns")
@@ -339,12 +351,7 @@ class _Recorder:
 
     def record(self, j: int) -> dict[str, Any]:
         """Finished meta-episode ``j`` as transcript data (what :meth:`load` reads back)."""
-        steps = [] if self.steps is None else self.steps.pop(j, [])
-        usage: dict[str, int] = {}
-        for step in steps:
-            for key, value in (step["usage"] or {}).items():
-                if isinstance(value, int):
-                    usage[key] = usage.get(key, 0) + value
+        steps, usage = self.steps.pop(j, []), self.usage.pop(j, {})
         hands = self.episode_instances.get(j)
         return {"instance": None if hands is None else hands[0], "episode_instances": hands,
                 "returns": self.returns[j].tolist(),

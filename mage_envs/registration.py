@@ -84,6 +84,7 @@ def env_options(env_id: str) -> tuple[str, ...] | None:
     base = spec.kwargs.get("base")
     entry = spec.entry_point if base is None else base
     target = load_entry_point(entry) if isinstance(entry, str) else entry
+    assert callable(target), f"{env_id} has no entry point"
     parameters = inspect.signature(target).parameters.values()
     if any(p.kind is p.VAR_KEYWORD for p in parameters):
         return None

@@ -258,3 +258,17 @@ def test_the_progress_bar_says_when_the_oracles_run(capsys):
     shown = capsys.readouterr().err
     for name in ("aggressive", "nash"):
         assert f"oracle values against {name} (best response, equilibrium, deal-known)" in shown
+
+
+def test_mage_eval_keeps_the_steps_of_the_first_meta_episodes_by_default(tmp_path, capsys):
+    from mage_envs.transcripts import TRANSCRIPT_STEPS
+
+    flags = ["eval", "--agent", "random", "--opponents", "aggressive,nash", "--meta-episodes", str(TRANSCRIPT_STEPS + 2),
+             "--no-oracle", "--quiet"]
+    assert main([*flags, "--output-dir", str(tmp_path / "default")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "default" / "transcript_random.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * (TRANSCRIPT_STEPS + 2)
+    assert sorted(r["index"] for r in records if r["steps"]) == sorted(2 * list(range(TRANSCRIPT_STEPS)))
+    assert main([*flags, "--output-dir", str(tmp_path / "all"), "--transcript-steps", "-1"]) == 0
+    everything = (tmp_path / "all" / "transcript_random.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["steps"] for line in everything)

@@ -23,6 +23,11 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert report["bayes_adaptive_value"] is None   # repeated deals: the deal-known ceiling applies
     printed = capsys.readouterr().out
     assert "gap to best response" in printed and "adaptation gain" in printed
+    for stage in ("untrained", "trained"):   # every run can be replayed: its evaluations keep transcripts
+        records = [json.loads(line) for line in (out / f"transcript_{stage}.jsonl").read_text().splitlines()]
+        assert sorted((r["opponent"], r["index"]) for r in records) == sorted(
+            (o, j) for o in report["opponents"] for j in range(4))
+        assert all(r["steps"] and r["settings"]["agent"] == stage for r in records)
 
     checkpoint = out / "checkpoints" / "iter-000002"
     assert main(["eval", "--checkpoint", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 0

@@ -309,6 +309,7 @@ class _Recorder:
         self.steps: dict[int, list[dict[str, Any]]] = {}
         #: token usage summed over each meta-episode's answers (kept whether its steps are or not)
         self.usage: dict[int, dict[str, int]] = {}
+        self.final_observations: dict[int, str] = {}
 
     def start(self, j: int, info: dict[str, Any]) -> None:
         """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
@@ -316,9 +317,11 @@ class _Recorder:
             first = (int(info["instance"]), int(info["seat"]))
             self.episode_instances[j] = [first] + [None] * (self.returns.shape[1] - 1)
 
-    def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
-             info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
-        """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` in ``phase``, and what it returned."""
+    def step(self, j: int, before: dict[str, Any], prompt: str, answer: str, reward: SupportsFloat, done: bool,
+             info: dict[str, Any], usage: dict[str, Any] | None = None, observation: str = "") -> None:
+        """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` (whose info is ``before``),
+        what it returned (``info``), and, when ``done``, the last ``observation``."""
+        phase = before.get("phase", "act")
         # a meta env that starts the next episode at once reports this step's own info beside it
         invalid = info.get("finished_episode_info", info).get("invalid_action")
         if phase == "act":
@@ -329,8 +332,11 @@ class _Recorder:
             if isinstance(value, int):
                 total[key] = total.get(key, 0) + value
         if j < self.keep_steps:
-            self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
-                                                 "reward": float(reward), "invalid_action": invalid, "usage": usage})
+            self.steps.setdefault(j, []).append({"phase": phase, "episode": before.get("episode_index", 0),
+                                                 "prompt": prompt, "answer": answer, "reward": float(reward),
+                                                 "invalid_action": invalid, "usage": usage})
+            if done:   # how the last episode ended: what no later prompt shows
+                self.final_observations[j] = observation
         finished = info.get("episode_returns")
         hands = self.episode_instances.get(j)
         if hands is not None and finished is not None and len(finished) < len(hands) and "instance" in info:
@@ -353,7 +359,8 @@ class _Recorder:
         """Finished meta-episode ``j`` as transcript data (what :meth:`load` reads back)."""
         steps, usage = self.steps.pop(j, []), self.usage.pop(j, {})
         hands = self.episode_instances.get(j)
-        return {"instance": None if hands is None else hands[0], "episode_instances": hands,
+        final = {"final_observation": self.final_observations.pop(j)} if j in self.final_observations else {}
+        return {**final, "instance": None if hands is None else hands[0], "episode_instances": hands,
                 "returns": self.returns[j].tolist(),
                 "outcomes": self.outcomes[j].tolist(), "successes": self.successes[j].tolist(),
                 "act_steps": int(self.act_steps[j]), "invalid_steps": int(self.invalid_steps[j]),
@@ -426,11 +433,10 @@ def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: lis
         recorder.start(j, info)
         done = False
         while not done:
-            phase = info.get("phase", "act")
-            prompt, answer = obs, agent(obs, info)
+            before, prompt, answer = info, obs, agent(obs, info)
             obs, reward, terminated, truncated, info = env.step(answer)
             done = terminated or truncated
-            recorder.step(j, phase, prompt, answer, reward, done, info, _usage(agent, 1)[0])
+            recorder.step(j, before, prompt, answer, reward, done, info, _usage(agent, 1)[0], obs)
         finish(j)
 
 
@@ -452,7 +458,7 @@ def _play_batched(
                 prompt, info = state[j]
                 obs, reward, terminated, truncated, info_after = env_of[j].step(answer)
                 done = terminated or truncated
-                recorder.step(j, info.get("phase", "act"), prompt, answer, reward, done, info_after, usage)
+                recorder.step(j, info, prompt, answer, reward, done, info_after, usage, obs)
                 if done:
                     del state[j]
                     finish(j)

@@ -10,6 +10,7 @@ Examples::
     mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
+    mage view runs/kuhn --serve                # runs/kuhn/report.html, served on 127.0.0.1:8765
 """
 
 from __future__ import annotations
@@ -181,6 +182,16 @@ class _MissingExtra(Exception):
     """An optional dependency the command needs is not installed."""
 
 
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .view import serve, write_report
+
+    path = write_report(args.run_dir, args.output, replays_per_opponent=args.replays)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB; it opens offline in any browser)")
+    if args.serve:
+        serve(path, args.host, args.port, allow_remote=args.allow_remote)
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from .server import ServerSettings, serve
@@ -262,6 +273,21 @@ def build_parser() -> argparse.ArgumentParser:
                      "body, with exponential backoff (default: %(default)s)")
     ev.set_defaults(func=_cmd_eval)
 
+    vw = sub.add_parser("view", help="write a run's HTML report (curves, evaluation, replays), optionally serve it",
+                        description="Write RUN_DIR/report.html: training curves, the evaluation by episode index "
+                        "beside the oracle values, replays of the transcripts' meta-episodes and a side-by-side of two "
+                        "agents on the same one. One self-contained file: nothing is fetched when it is opened.")
+    vw.add_argument("run_dir", metavar="RUN_DIR", help="a training run's --output-dir or an evaluation's")
+    vw.add_argument("--output", default=None, help="where the page goes (default: RUN_DIR/report.html)")
+    vw.add_argument("--replays", type=int, default=20,
+                    help="per agent and opponent, the meta-episodes with steps the page replays at most "
+                    "(default: %(default)s)")
+    vw.add_argument("--serve", action="store_true", help="then serve the page over HTTP until Ctrl-C")
+    vw.add_argument("--host", default="127.0.0.1", help="address to bind with --serve (default: %(default)s, loopback)")
+    vw.add_argument("--port", type=int, default=8765, help="port with --serve (default: %(default)s; 0: any free one)")
+    vw.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    vw.set_defaults(func=_cmd_view)
+
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, loopback only)")
     sv.add_argument("--port", type=int, default=8000, help="(default: %(default)s)")
@@ -290,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (KeyError, ValueError, TypeError, FileExistsError, ImportError, _MissingExtra) as error:
+    except (KeyError, ValueError, TypeError, FileExistsError, FileNotFoundError, ImportError, _MissingExtra) as error:
         message = error.args[0] if error.args else str(error)
         print(f"error: {message}", file=sys.stderr)
         return 2

@@ -42,7 +42,7 @@ TEMPLATE = """<!DOCTYPE html>
 
 
 def _static(name: str) -> str:
-    return resources.files("mage_envs.view").joinpath("static", name).read_text(encoding="utf-8")
+    return resources.files("mage_envs.view").joinpath("static").joinpath(name).read_text(encoding="utf-8")
 
 
 def render(data: dict[str, Any]) -> str:

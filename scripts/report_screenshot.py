@@ -3,8 +3,9 @@
 The browser test (tests/agent/test_view_browser.py) drives the page with these functions,
 and the README's screenshot is made with them::
 
-    mage train --output-dir runs/demo --iterations 60 --eval-meta-episodes 24
-    python scripts/report_screenshot.py runs/demo docs/report.png
+    mage train --output-dir runs/demo --iterations 80 --eval-meta-episodes 24
+    python scripts/report_screenshot.py runs/demo docs/report_evaluation.png --selector "#evaluation .figures"
+    python scripts/report_screenshot.py runs/demo docs/report_replay.png --selector "#replay" --steps 3
 
 Needs playwright (the dev extra) and a Chromium on the machine (Debian: ``apt-get install
 chromium``); playwright's own browser download is not used.
@@ -57,14 +58,14 @@ def report_page(path: str | Path, width: int = 1280, height: int = 900) -> Itera
             browser.close()
 
 
-def screenshot(page: Any, out: str | Path, section: str | None = None) -> Path:
-    """Save a PNG of ``page`` (the whole page, or only the element with id ``section``)."""
+def screenshot(page: Any, out: str | Path, selector: str | None = None) -> Path:
+    """Save a PNG of ``page``: the whole page, or the first element ``selector`` matches."""
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
-    if section is None:
+    if selector is None:
         page.screenshot(path=str(path), full_page=True)
     else:
-        page.locator(f"#{section}").screenshot(path=str(path))
+        page.locator(selector).first.screenshot(path=str(path))
     return path
 
 
@@ -73,6 +74,8 @@ def main() -> None:
     parser.add_argument("run_dir", help="a run folder (its report.html is written first)")
     parser.add_argument("out", help="the PNG to write")
     parser.add_argument("--steps", type=int, default=2, help="replay steps to take before the picture")
+    parser.add_argument("--selector", default=None, help="picture this element only (e.g. '#replay'; default: "
+                        "the whole page)")
     args = parser.parse_args()
     from mage_envs.view import write_report
 
@@ -80,8 +83,7 @@ def main() -> None:
     with report_page(report, height=1000) as (page, errors, _):
         for _ in range(args.steps):
             page.click("#step-next")
-        page.locator("#replay").scroll_into_view_if_needed()
-        screenshot(page, args.out)
+        screenshot(page, args.out, args.selector)
         if errors:
             raise SystemExit(f"the page reported errors: {errors}")
     print(f"wrote {args.out}")

@@ -38,6 +38,14 @@ function section(id, title) {
 }
 
 // ------------------------------------------------------------------ charts
+const HLINE_DASHES = ["6 3", "2 3", "10 4 2 4", "1 5"];
+
+// A legend's sample of a line: its colour and dash pattern.
+function swatch(color, dash, width = 1.4) {
+  const sample = svg("svg", { width: 26, height: 10, class: "swatch" });
+  sample.append(svg("line", { x1: 1, x2: 25, y1: 5, y2: 5, stroke: color, "stroke-width": width, "stroke-dasharray": dash }));
+  return sample;
+}
 // series: [{name, x: [], y: [], lo: [] | null, hi: [] | null, dashed}]; hlines: [{name, y}]
 function lineChart({ title, series, hlines = [], xlabel, ylabel }) {
   const width = 460, height = 260, left = 56, right = 12, top = 26, bottom = 40;
@@ -71,21 +79,24 @@ function lineChart({ title, series, hlines = [], xlabel, ylabel }) {
     transform: `rotate(-90 12 ${top + (height - top - bottom) / 2})`, "text-anchor": "middle" }), { textContent: ylabel }));
   const legend = el("div", { class: "legend" });
   hlines.forEach((line, i) => {
-    const color = "#555";
-    chart.append(svg("line", { x1: left, x2: width - right, y1: Y(line.y), y2: Y(line.y), stroke: color,
-      "stroke-dasharray": ["6 3", "2 3", "10 4 2 4", "1 5"][i % 4], class: "hline" }));
-    legend.append(el("span", { class: "key", text: `${line.name} ${fmt(line.y)}`, "data-dash": i % 4 }));
+    const dash = HLINE_DASHES[i % HLINE_DASHES.length];
+    chart.append(svg("line", { x1: left, x2: width - right, y1: Y(line.y), y2: Y(line.y), stroke: "#555",
+      "stroke-dasharray": dash, class: "hline" }));
+    legend.append(el("span", { class: "key" }, swatch("#555", dash), ` ${line.name} ${fmt(line.y)}`));
   });
   series.forEach((s, i) => {
     const color = COLORS[i % COLORS.length];
-    const points = s.x.map((x, k) => [x, s.y[k]]).filter(([, y]) => Number.isFinite(y));
-    chart.append(svg("polyline", { points: points.map(([x, y]) => `${X(x)},${Y(y)}`).join(" "), fill: "none",
+    const shift = (i - (series.length - 1) / 2) * 4;  // side by side, so that the intervals do not hide each other
+    const at = (x) => X(x) + shift;
+    const points = s.x.map((x, k) => [x, s.y[k], k]).filter(([, y]) => Number.isFinite(y));
+    chart.append(svg("polyline", { points: points.map(([x, y]) => `${at(x)},${Y(y)}`).join(" "), fill: "none",
       stroke: color, "stroke-width": 2, "stroke-dasharray": s.dashed ? "5 3" : "none" }));
-    points.forEach(([x, y], k) => {
-      if (s.lo && s.hi) chart.append(svg("line", { x1: X(x), x2: X(x), y1: Y(s.lo[k]), y2: Y(s.hi[k]), stroke: color }));
-      if (points.length <= 30) chart.append(svg("circle", { cx: X(x), cy: Y(y), r: 3, fill: color }));
+    points.forEach(([x, y, k]) => {
+      if (s.lo && s.hi) chart.append(svg("line", { x1: at(x), x2: at(x), y1: Y(s.lo[k]), y2: Y(s.hi[k]), stroke: color }));
+      if (points.length <= 30) chart.append(svg("circle", { cx: at(x), cy: Y(y), r: 3, fill: color }));
     });
-    legend.append(el("span", { class: "key", style: `color:${color}`, text: "\u25A0 " + s.name + (s.lo ? " (95% CI)" : "") }));
+    legend.append(el("span", { class: "key", style: `color:${color}` }, swatch(color, s.dashed ? "5 3" : "none", 2),
+      " " + s.name + (s.lo ? " (95% CI)" : "")));
   });
   return el("figure", { class: "figure" }, chart, legend);
 }
@@ -221,11 +232,11 @@ function renderPrompt(text) {
     }
     grid = null;
     let kind = "line";
-    if (/^- Opponent|^Opponent |^- Player \d|opponent (bets|calls|checks|folds|raises|plays|marks)/i.test(line)) kind = "line opp";
-    else if (/^(- )?You /.test(line)) kind = "line you";
+    if (/^\[Episode \d+ of \d+\]/.test(line)) kind = "line episode";
     else if (/^Reflection:|^Memory of earlier episodes|^\[Episode \d+\] /.test(line)) kind = "line memory";
+    else if (/^- Opponent|^Opponent |^Moves:.*Opponent|opponent (bets|calls|checks|folds|raises|plays|marks)/i.test(line)) kind = "line opp";
+    else if (/^(- )?You /.test(line)) kind = "line you";
     else if (/^Your card|^Your cards|^Board|^Public card|^Hand over/.test(line)) kind = "line cards";
-    else if (/^\[Episode \d+ of \d+\]/.test(line)) kind = "line episode";
     box.append(el("div", { class: kind, text: line || "\u00A0" }));
   }
   return box;
@@ -309,10 +320,10 @@ function controls(prefix, player) {
     return b;
   };
   return el("div", { class: "controls" },
-    button("first", "\u23EE first", () => player.go(0)),
+    button("first", "\u00AB first", () => player.go(0)),
     button("prev", "\u25C0 previous", () => player.go(player.position - 1)),
     button("next", "next \u25B6", () => player.go(player.position + 1)),
-    button("last", "last \u23ED", () => player.go(player.frames.length - 1)),
+    button("last", "last \u00BB", () => player.go(player.frames.length - 1)),
     el("span", { class: "note", text: "keys: \u2190 \u2192 step, Home / End" }));
 }
 
@@ -410,9 +421,9 @@ function drawCompare() {
     b.addEventListener("click", () => both.go(f));
     return b;
   };
-  node.append(el("div", { class: "controls" }, button("compare-first", "\u23EE first", () => 0),
+  node.append(el("div", { class: "controls" }, button("compare-first", "\u00AB first", () => 0),
     button("compare-prev", "\u25C0 previous", (p) => p.position - 1), button("compare-next", "next \u25B6", (p) => p.position + 1),
-    button("compare-last", "last \u23ED", (p) => p.frames.length - 1)));
+    button("compare-last", "last \u00BB", (p) => p.frames.length - 1)));
   node.append(el("div", { class: "panes" }, left.root, right.root));
   document.getElementById("compare-left").value = agents.includes("untrained") ? "untrained" : agents[0];
   document.getElementById("compare-right").value = agents.includes("trained") ? "trained" : agents[1];

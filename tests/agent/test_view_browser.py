@@ -112,3 +112,17 @@ def test_side_by_side_shows_both_agents_on_the_same_deal(run, page):
     page.click("#compare-next")
     assert page.inner_text("#left-counter").startswith("step 2 /") and page.inner_text("#right-counter").startswith("step 2 /")
     assert errors == []
+
+
+def test_a_sokoban_replay_draws_the_room_as_the_agent_saw_it(tmp_path):
+    assert main(["eval", "--env", "mage/Sokoban-meta-v0", "--agent", "random", "--meta-episodes", "1",
+                 "--output-dir", str(tmp_path), "--quiet"]) == 0
+    assert main(["view", str(tmp_path)]) == 0
+    first = json.loads((tmp_path / "transcript_random.jsonl").read_text().splitlines()[0])["steps"][0]["prompt"]
+    board = [line for line in first.splitlines() if line and set(line) <= set("#@+$*. ") and "#" in line]
+    with shots.report_page(tmp_path / "report.html") as (page, errors, _):
+        rows = page.locator("#player .grid-board .grid-row")
+        assert rows.count() == len(board) >= 3
+        assert [rows.nth(k).inner_text().replace("\n", "").replace("\u00a0", " ") for k in range(rows.count())] == board
+        assert page.locator("#player .grid-board .cell.c1, #player .grid-board .cell.c2").count() == 1   # the keeper
+        assert errors == []

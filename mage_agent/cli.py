@@ -9,7 +9,7 @@ Examples::
     mage train --output-dir runs/kuhn --scope global --group-opponents mixed
     mage train --output-dir runs/kuhn --resume   # continue a killed run
     torchrun --nproc-per-node 4 --no-python mage train --device cuda   # 4 GPUs, data parallel
-    mage eval --model runs/kuhn/checkpoints/iter-000300   # mage_envs.cli parses it, evaluate_model runs it
+    mage eval --model runs/kuhn                  # its newest checkpoint; mage_envs.cli parses it, evaluate_model runs it
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
+from .checkpoint import latest_checkpoint
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
@@ -208,9 +209,23 @@ def notes_to_stderr() -> Iterator[None]:
         log.setLevel(level)
 
 
+@contextlib.contextmanager
+def library_progress_bars(shown: bool) -> Iterator[None]:
+    """While in the block, transformers' own progress bars (writing shards, loading weights)
+    are shown only if ``shown`` (``--quiet`` hides them with MAGE's); restored after."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled()
+    (hf_logging.enable_progress_bar if shown else hf_logging.disable_progress_bar)()
+    try:
+        yield
+    finally:
+        (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
+
+
 def train_main(argv: Sequence[str]) -> int:
     """``mage train``: train, plot and evaluate; the exit status."""
-    with notes_to_stderr():
+    with notes_to_stderr(), library_progress_bars("--quiet" not in argv):
         return _train(argv)
 
 
@@ -266,7 +281,8 @@ def evaluate_model(
     """``mage eval --agent policy|react|reflexion --model MODEL``: evaluate a checkpoint or a model.
 
     ``model`` is a checkpoint folder (``.../checkpoints/iter-N``, evaluated with its run's
-    settings), a local model path, a hub id or ``smollm2-135m``. Every other argument
+    settings), a run folder (its newest checkpoint), a local model path, a hub id or
+    ``smollm2-135m``. Every other argument
     overrides the checkpoint's setting when given. ``eval_<agent>.json`` and
     ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
     else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
@@ -274,6 +290,10 @@ def evaluate_model(
     keeps the steps of the first ``transcript_steps`` meta-episodes per opponent.
     """
     folder = Path(model)
+    latest = latest_checkpoint(folder / "checkpoints")
+    if latest is not None:   # a run folder: its newest checkpoint
+        LOG.info("evaluating %s, the newest checkpoint of %s", latest.name, folder)
+        folder = latest
     state_file = folder / "state.json"
     checkpoint = state_file.exists()
     run_dir = folder.parent.parent if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"

@@ -7,7 +7,7 @@ Examples::
     mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
     mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-kwarg repeat_instance=false
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
-    mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
+    mage eval --agent policy --model runs/kuhn                # its newest checkpoint
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
     mage view runs/kuhn --serve                # runs/kuhn/report.html, served on 127.0.0.1:8765
@@ -161,7 +161,8 @@ def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[
                     env_kwargs: dict[str, object]) -> None:
     """``--agent policy|react|reflexion``: handled by ``mage_agent`` (needs torch)."""
     agent_cli = _agent_cli()
-    with agent_cli.notes_to_stderr():  # the notes `mage train` shows (which forward runs, the oracles' work)
+    # the notes `mage train` shows (which forward runs, the oracles' work); --quiet hides transformers' bars too
+    with agent_cli.notes_to_stderr(), agent_cli.library_progress_bars(not args.quiet):
         agent_cli.evaluate_model(
             args.model, agent, env_id=args.env, opponents=opponents,
             meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
@@ -232,8 +233,9 @@ def build_parser() -> argparse.ArgumentParser:
                     "with --base-url, else random and best-response). bayes: the Bayes-optimal agent of "
                     "fresh-deal Kuhn Poker (--env-kwarg repeat_instance=false), whose prior is the --opponents")
     ev.add_argument("--model", "--checkpoint", dest="model", default=None,
-                    help="policy/react/reflexion: a checkpoint folder (.../checkpoints/iter-N), a local model path, "
-                    "a hub id or smollm2-135m; openai: the model name the server serves")
+                    help="policy/react/reflexion: a run folder (its newest checkpoint), a checkpoint folder "
+                    "(.../checkpoints/iter-N), a local model path, a hub id or smollm2-135m; openai: the model name the "
+                    "server serves")
     ev.add_argument("--env", default=None, help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
     ev.add_argument("--opponents", default=None, help="train, heldout, all, or comma-separated archetype ids "
                     "(default: all; a checkpoint: its training population and held-out archetypes)")

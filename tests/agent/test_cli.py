@@ -32,6 +32,10 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     checkpoint = out / "checkpoints" / "iter-000002"
     assert main(["eval", "--checkpoint", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 0
     again = json.loads((out / "eval_policy.json").read_text())
+    # the run folder stands for its newest checkpoint
+    assert main(["eval", "--model", str(out), "--meta-episodes", "3", "--quiet", "--output-dir", str(tmp_path / "x")]) == 0
+    assert json.loads((tmp_path / "x" / "eval_policy.json").read_text()) == again
+    assert "mage: evaluating iter-000002, the newest checkpoint of" in capsys.readouterr().err
     assert again["opponents"]["maniac"]["meta_episodes"] == 3
     assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 6
     # the transcript is continued only when asked; resumed, nothing is replayed and the report is the same
@@ -134,6 +138,17 @@ def test_train_says_when_the_packed_forward_does_not_apply(tmp_path, capsys):
                  "--tensorboard", "false", "--activation-checkpointing", "true"])
     assert code == 0
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in capsys.readouterr().err
+
+
+def test_quiet_is_quiet(tmp_path, capfd):
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
+                 "--eval-meta-episodes", "1", "--output-dir", str(tmp_path / "run"), "--quiet", "--tensorboard", "false",
+                 "--checkpoint-every", "1", "--heldout", "[]"]) == 0
+    written = capfd.readouterr().err
+    assert "\r" not in written and "it/s" not in written and "Writing model shards" not in written, written
+    from transformers.utils import logging as hf_logging
+
+    assert hf_logging.is_progress_bar_enabled()   # restored after the command
 
 
 def test_eval_of_a_checkpoint_shows_the_notes_train_shows(tmp_path, capsys):

@@ -71,15 +71,20 @@ def parse_train_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
     return args
 
 
-def train_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mage train", description="Train a MAGE policy (defaults: the embedded "
-                                     "tiny model on mage/KuhnPoker-meta-v0, on CPU).")
+TRAIN_DESCRIPTION = "Train a MAGE policy (defaults: the embedded tiny model on mage/KuhnPoker-meta-v0, on CPU)."
+
+
+def train_parser(defaults: TrainConfig | None = None, prog: str = "mage train",
+                 description: str = TRAIN_DESCRIPTION) -> argparse.ArgumentParser:
+    """``mage train``'s flags, one per config field, their help showing ``defaults``'
+    values (an example's own config; default: :class:`TrainConfig`'s)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", help="YAML file with model/env/rollout/algo/run sections")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --output-dir")
     parser.add_argument("--overwrite", action="store_true",
                         help="remove an earlier run's logs, checkpoints and evaluations from --output-dir first")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    defaults = TrainConfig()
+    defaults = defaults or TrainConfig()
     for name, (section, f) in field_index(defaults).items():
         section_config = getattr(defaults, section)
         default = getattr(section_config, name)
@@ -98,9 +103,10 @@ def train_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The config file (if any), then the flags given on the command line."""
-    config = load_config(args.config) if args.config else TrainConfig()
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """The config file (if any; else ``base``, default :class:`TrainConfig`), then the
+    flags given on the command line."""
+    config = load_config(args.config) if args.config else base or TrainConfig()
     overrides = {name: getattr(args, name) for name in field_index(config) if hasattr(args, name)}
     return apply_overrides(config, overrides)
 
@@ -223,19 +229,21 @@ def library_progress_bars(shown: bool) -> Iterator[None]:
         (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
 
 
-def train_main(argv: Sequence[str]) -> int:
-    """``mage train``: train, plot and evaluate; the exit status."""
+def train_main(argv: Sequence[str] | None = None, base: TrainConfig | None = None, prog: str = "mage train",
+               description: str = TRAIN_DESCRIPTION) -> int:
+    """``mage train``: train, plot and evaluate; the exit status. An example passes its own
+    ``base`` config, so that it takes every ``mage train`` flag with the same meaning."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     with notes_to_stderr(), library_progress_bars("--quiet" not in argv):
-        return _train(argv)
+        return _train(argv, train_parser(base, prog, description), base)
 
 
-def _train(argv: Sequence[str]) -> int:
+def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConfig | None) -> int:
     from .trainer import Trainer
 
-    parser = train_parser()
     args = parse_train_args(parser, argv)
     try:
-        config = config_from_args(args)
+        config = config_from_args(args, base)
         population_of(config)  # unknown or held-out archetypes fail here, before the model loads
     except (ValueError, OSError) as error:
         parser.error(str(error))

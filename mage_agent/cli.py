@@ -23,6 +23,7 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from mage_envs.cli import Deprecated
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
 from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
@@ -71,6 +72,9 @@ def parse_train_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
     return args
 
 
+#: Config fields whose flag is not their name: the name ``mage eval`` uses for the same thing.
+FLAG_NAMES = {"name_or_path": "--model"}
+
 TRAIN_DESCRIPTION = "Train a MAGE policy (defaults: the embedded tiny model on mage/KuhnPoker-meta-v0, on CPU)."
 
 
@@ -98,8 +102,11 @@ def train_parser(defaults: TrainConfig | None = None, prog: str = "mage train",
             kind = json.loads
         details = f"default: {json.dumps(default)}" + (f"; choices: {', '.join(choices)}" if choices else "")
         help_text = f"[{section}] {help_of(f)} ({details})".replace("%", "%%")
-        parser.add_argument(_flag(name), dest=name, type=kind, choices=choices, default=argparse.SUPPRESS,
-                            help=help_text)
+        parser.add_argument(FLAG_NAMES.get(name, _flag(name)), dest=name, type=kind, choices=choices,
+                            default=argparse.SUPPRESS, help=help_text)
+        if name in FLAG_NAMES:   # the field's own flag, the name of the release before
+            parser.add_argument(_flag(name), dest=name, type=kind, action=Deprecated, new=FLAG_NAMES[name],
+                                help=argparse.SUPPRESS)
     return parser
 
 

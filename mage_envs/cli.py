@@ -4,8 +4,8 @@ Examples::
 
     mage envs
     mage opponents kuhn_poker
-    mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
-    mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-kwarg repeat_instance=false
+    mage eval --env-id mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+    mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-options '{"repeat_instance": false}'
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
     mage eval --agent policy --model runs/kuhn                # its newest checkpoint
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
@@ -87,7 +87,7 @@ def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[
         prior = opponents or "all"
         return {"agent": None, "make_agent": lambda env: BayesAdaptiveAgent(env, population=prior)}
     return {"agent": OpenAIChatAgent(
-        args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature,
+        args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature or 0.0,
         max_tokens=_given(args.max_tokens, 256), stop=args.stop, timeout=args.timeout, retries=args.retries,
         concurrency=args.concurrency, prompting=args.prompting or "plain")}
 
@@ -95,6 +95,42 @@ def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[
 def _transcript_steps(value: int) -> int | None:
     """``--transcript-steps``: a count, or every meta-episode's steps for a negative one."""
     return None if value < 0 else value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """``--env-options``: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({error})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+#: ``mage eval``'s flags of the release before: (the name ``mage train`` and ``mage eval``
+#: share now, where it stores, its type); the old ones still work and say so
+#: (``--env-kwarg KEY=VALUE``, repeated, adds one option each).
+DEPRECATED_EVAL_FLAGS: dict[str, tuple[str, str, Any]] = {
+    "--env": ("--env-id", "env", str), "--meta-episodes": ("--eval-meta-episodes", "meta_episodes", int),
+    "--seed": ("--eval-seed", "seed", int), "--max-tokens": ("--max-new-tokens", "max_tokens", int),
+    "--env-kwarg": ("--env-options", "env_kwarg", str),
+}
+
+
+class Deprecated(argparse.Action):
+    """A flag kept under its old name: it stores as ``new`` does (``append``: adds to a
+    list) and prints a note to use ``new``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str, append: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, **kwargs)
+        self.new, self.append = new, append
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"mage: {option_string} is deprecated: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest, []), values] if self.append else values)
 
 
 def _given(value: int | None, default: int) -> int:
@@ -113,6 +149,10 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--agent {'/'.join(a for a in agents if a in (*MODEL_AGENTS, 'openai'))} needs --model: "
                          "a checkpoint folder, a local path, a hub id or smollm2-135m (openai: the name the server "
                          "serves, listed by GET <base-url>/models)")
+    local = [a for a in agents if a in MODEL_AGENTS]
+    if local and (args.temperature is not None or args.stop):   # refused rather than silently ignored
+        raise ValueError("--temperature and --stop apply to --agent openai only; a local model samples with its "
+                         f"checkpoint's settings (--agent {'/'.join(local)})")
     if args.prompting and agents != ["openai"]:
         raise ValueError("--prompting applies to --agent openai only (the local models have --agent react/reflexion)")
     if args.env is not None:  # a misspelt id fails before a model loads
@@ -122,7 +162,7 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
 
 def _cmd_eval(args: argparse.Namespace) -> int:
     agents = _agents_of(args)
-    env_kwargs = parse_pairs(args.env_kwarg)
+    env_kwargs = {**parse_pairs(getattr(args, "env_kwarg", None) or []), **args.env_options}
     if args.env is not None or args.model is None:  # else a checkpoint's env, checked when its config is built
         check_env_options(args.env or DEFAULT_ENV, env_kwargs)
     opponents = None if args.opponents is None else (
@@ -227,24 +267,28 @@ def build_parser() -> argparse.ArgumentParser:
                         "extra) or an OpenAI-compatible API model (openai: the [api] extra). Every finished "
                         "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl (the steps of the first "
                         "--transcript-steps per opponent, the results of all); --resume continues an interrupted "
-                        "evaluation without replaying them.")
+                        "evaluation without replaying them. The flags are named as in `mage train`; the names of the release "
+                        "before (--env, --meta-episodes, --seed, --max-tokens, --env-kwarg KEY=VALUE) still work, with a "
+                        "note.")
     ev.add_argument("--agent", action="append", choices=AGENTS,
                     help="agent(s) to evaluate; repeat the flag for several (default: policy with --model, openai "
                     "with --base-url, else random and best-response). bayes: the Bayes-optimal agent of "
-                    "fresh-deal Kuhn Poker (--env-kwarg repeat_instance=false), whose prior is the --opponents")
+                    "fresh-deal Kuhn Poker (--env-options '{\"repeat_instance\": false}'), whose prior is the --opponents")
     ev.add_argument("--model", "--checkpoint", dest="model", default=None,
                     help="policy/react/reflexion: a run folder (its newest checkpoint), a checkpoint folder "
                     "(.../checkpoints/iter-N), a local model path, a hub id or smollm2-135m; openai: the model name the "
                     "server serves")
-    ev.add_argument("--env", default=None, help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
+    ev.add_argument("--env-id", dest="env", default=None, metavar="ID",
+                    help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
     ev.add_argument("--opponents", default=None, help="train, heldout, all, or comma-separated archetype ids "
                     "(default: all; a checkpoint: its training population and held-out archetypes)")
-    ev.add_argument("--meta-episodes", type=int, default=None,
+    ev.add_argument("--eval-meta-episodes", dest="meta_episodes", type=int, default=None, metavar="N",
                     help="meta-episodes per opponent (default: 200; a checkpoint: its eval_meta_episodes)")
-    ev.add_argument("--seed", type=int, default=None, help="meta-episode j uses seed + j (default: 0; a checkpoint: "
-                    "its eval_seed)")
-    ev.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra gym.make argument, value parsed as JSON (e.g. seat=0, num_episodes=5)")
+    ev.add_argument("--eval-seed", dest="seed", type=int, default=None, metavar="SEED",
+                    help="meta-episode j uses seed + j (default: 0; a checkpoint: its eval_seed)")
+    ev.add_argument("--env-options", type=_json_object, default={}, metavar="JSON",
+                    help='further gym.make arguments (JSON object, e.g. \'{"seat": 0, "num_episodes": 5}\'; '
+                    "a checkpoint's are kept, these override them)")
     ev.add_argument("--output-dir", default=None, help="where eval_<agent>.json and transcript_<agent>.jsonl go "
                     "(default: a checkpoint's run folder, else runs/eval)")
     ev.add_argument("--transcript-steps", type=int, default=TRANSCRIPT_STEPS, metavar="N",
@@ -253,8 +297,11 @@ def build_parser() -> argparse.ArgumentParser:
                     "(-1: every meta-episode's; default: %(default)s)")
     ev.add_argument("--resume", action="store_true", help="continue the evaluation in --output-dir's transcript")
     ev.add_argument("--overwrite", action="store_true", help="remove an earlier transcript in --output-dir first")
-    ev.add_argument("--max-tokens", type=int, default=None,
+    ev.add_argument("--max-new-tokens", dest="max_tokens", type=int, default=None, metavar="N",
                     help="answer budget in tokens (default: openai 256; local models: the checkpoint's or 128)")
+    for old, (new, dest, kind) in DEPRECATED_EVAL_FLAGS.items():   # the names of the release before
+        ev.add_argument(old, dest=dest, type=kind, action=Deprecated, new=new, append=dest == "env_kwarg",
+                        help=argparse.SUPPRESS)
     ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns "
                     "(random, best-response, openai)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -267,7 +314,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instructions added to acting prompts: plain (zero-shot), react (think, then act) or "
                      "reflexion (reflections between episodes, sets reflection=true) (default: plain)")
     api.add_argument("--concurrency", type=int, default=8, help="requests in flight at most (default: %(default)s)")
-    api.add_argument("--temperature", type=float, default=0.0, help="(default: %(default)s)")
+    api.add_argument("--temperature", type=float, default=None, help="(default: 0)")
     api.add_argument("--stop", action="append", default=None, metavar="TEXT", help="stop string; repeat for several")
     api.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
     api.add_argument("--retries", type=int, default=4,

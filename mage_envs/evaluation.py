@@ -105,6 +105,9 @@ class EvaluationReport:
         """A plain-text table: mean return ± SE per episode index, success, oracle values."""
         n = self.num_episodes
         head = ["opponent"] + [f"ep{i + 1} return" for i in range(n)] + [f"ep{n} win", "invalid", "best resp.", "equilibrium"]
+        ceilings = any(r.instance_optimal_value is not None for r in self.opponents.values())
+        if ceilings:   # repeated deals: the final episode beside the best return knowing the deal
+            head += ["deal-known", "share"]
         rows = [head]
         for name, r in self.opponents.items():
             returns = [f"{m:+.3f}±{s:.3f}" for m, s in zip(r.mean_return_by_episode, r.stderr_return_by_episode)]
@@ -112,7 +115,11 @@ class EvaluationReport:
                 f"{r.best_response_value:+.3f}" + ("" if r.best_response_exact else f"±{r.best_response_stderr:.3f}~")
             )
             equilibrium = "-" if r.equilibrium_value is None else f"{r.equilibrium_value:+.3f}"
-            rows.append([name, *returns, f"{r.win_rate_by_episode[-1]:.2f}", f"{r.invalid_action_rate:.3f}", oracle, equilibrium])
+            row = [name, *returns, f"{r.win_rate_by_episode[-1]:.2f}", f"{r.invalid_action_rate:.3f}", oracle, equilibrium]
+            if ceilings:
+                ceiling = r.instance_optimal_value
+                row += ["-", "-"] if ceiling is None else [f"{ceiling:+.3f}", _share(r.mean_return_by_episode[-1], ceiling)]
+            rows.append(row)
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -122,6 +129,16 @@ class EvaluationReport:
         if on_sample:   # fresh deals: the best response on each episode index's own deals
             lines += ["best response on the deals each episode index was dealt:", *on_sample]
         return "\n".join([title, *lines])
+
+
+def _share(value: float, ceiling: float) -> str:
+    """``value`` as a share of a positive ``ceiling`` (``-`` for a ceiling of zero or less).
+
+    Example:
+        >>> _share(0.25, 0.5), _share(0.1, 0.0)
+        ('0.50', '-')
+    """
+    return f"{value / ceiling:.2f}" if ceiling > 0 else "-"
 
 
 def _json_default(value: Any) -> Any:

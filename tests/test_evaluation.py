@@ -272,3 +272,16 @@ def test_mage_eval_keeps_the_steps_of_the_first_meta_episodes_by_default(tmp_pat
     assert main([*flags, "--output-dir", str(tmp_path / "all"), "--transcript-steps", "-1"]) == 0
     everything = (tmp_path / "all" / "transcript_random.jsonl").read_text().splitlines()
     assert all(json.loads(line)["steps"] for line in everything)
+
+
+def test_the_table_shows_the_deal_known_ceiling_and_the_share_of_it():
+    report = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=12, progress=False,
+                      make_agent=BestResponseAgent)
+    result = report.opponents["aggressive"]
+    header, _, row = report.table().splitlines()[1:4]
+    assert header.split()[-2:] == ["deal-known", "share"]
+    assert row.split()[-2:] == [f"{result.instance_optimal_value:+.3f}",
+                                f"{result.mean_return_by_episode[-1] / result.instance_optimal_value:.2f}"]
+    fresh = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=12, progress=False,
+                     make_agent=BestResponseAgent, env_kwargs={"repeat_instance": False})
+    assert "deal-known" not in fresh.table()   # fresh deals: no such ceiling

@@ -1,6 +1,7 @@
 """`mage train` and `mage eval --agent policy|react|reflexion` end to end with a tiny budget."""
 
 import json
+from pathlib import Path
 
 from mage_envs.cli import main
 
@@ -36,6 +37,12 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert main(["eval", "--model", str(out), "--meta-episodes", "3", "--quiet", "--output-dir", str(tmp_path / "x")]) == 0
     assert json.loads((tmp_path / "x" / "eval_policy.json").read_text()) == again
     assert "mage: evaluating iter-000002, the newest checkpoint of" in capsys.readouterr().err
+    # by default a run's own settings: its final checkpoint gives its eval.json again, every number equal
+    assert main(["eval", "--model", str(out), "--quiet", "--output-dir", str(tmp_path / "again")]) == 0
+    assert json.loads((tmp_path / "again" / "eval_policy.json").read_text()) == {**report, "agent": "policy"}
+    documented = (Path(__file__).parents[2] / "docs" / "evaluation.md").read_text()
+    for key in [*report, *report["opponents"]["aggressive"]]:   # docs/evaluation.md lists every key
+        assert f"`{key}`" in documented, key
     assert again["opponents"]["maniac"]["meta_episodes"] == 3
     assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 6
     # the transcript is continued only when asked; resumed, nothing is replayed and the report is the same

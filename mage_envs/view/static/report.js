@@ -46,7 +46,7 @@ function swatch(color, dash, width = 1.4) {
   sample.append(svg("line", { x1: 1, x2: 25, y1: 5, y2: 5, stroke: color, "stroke-width": width, "stroke-dasharray": dash }));
   return sample;
 }
-// series: [{name, x: [], y: [], lo: [] | null, hi: [] | null, dashed}]; hlines: [{name, y}]
+// series: [{name, x: [], y: [], lo: [] | null, hi: [] | null, dashed, color}]; hlines: [{name, y}]
 function lineChart({ title, series, hlines = [], xlabel, ylabel }) {
   const width = 460, height = 260, left = 56, right = 12, top = 26, bottom = 40;
   const xs = series.flatMap((s) => s.x);
@@ -84,9 +84,11 @@ function lineChart({ title, series, hlines = [], xlabel, ylabel }) {
       "stroke-dasharray": dash, class: "hline" }));
     legend.append(el("span", { class: "key" }, swatch("#555", dash), ` ${line.name} ${fmt(line.y)}`));
   });
+  const spread = series.filter((s) => s.lo).length;
   series.forEach((s, i) => {
-    const color = COLORS[i % COLORS.length];
-    const shift = (i - (series.length - 1) / 2) * 4;  // side by side, so that the intervals do not hide each other
+    const color = s.color || COLORS[i % COLORS.length];
+    // curves with intervals side by side, so that the intervals do not hide each other
+    const shift = s.lo ? (i - (spread - 1) / 2) * 4 : 0;
     const at = (x) => X(x) + shift;
     const points = s.x.map((x, k) => [x, s.y[k], k]).filter(([, y]) => Number.isFinite(y));
     chart.append(svg("polyline", { points: points.map(([x, y]) => `${at(x)},${Y(y)}`).join(" "), fill: "none",
@@ -194,20 +196,21 @@ function drawEvaluation() {
   const opponents = [...new Set(evaluations.flatMap(([, r]) => Object.keys(r.opponents)))];
   const grid = el("div", { class: "figures" });
   for (const opponent of opponents) {
-    const series = [], hlines = [];
-    for (const [name, report] of evaluations) {
+    const series = [], oracles = [], hlines = [];
+    evaluations.forEach(([name, report], i) => {
       const r = report.opponents[opponent];
-      if (!r) continue;
+      if (!r) return;
       const x = r.mean_return_by_episode.map((_, k) => k + 1);
-      series.push({ name, x, y: r.mean_return_by_episode,
+      series.push({ name, x, y: r.mean_return_by_episode, color: COLORS[i % COLORS.length],
         lo: r.mean_return_by_episode.map((m, k) => m - ci(r, k)), hi: r.mean_return_by_episode.map((m, k) => m + ci(r, k)) });
-      if (!hlines.length) {
-        for (const [key, label] of ORACLES) if (r[key] !== null && r[key] !== undefined) hlines.push({ name: label, y: r[key] });
-        if (r.best_response_by_episode) series.push({ name: "best response on these deals", x, y: r.best_response_by_episode, dashed: true });
-        const bayes = (report.bayes_by_episode || {})[opponent];
-        if (bayes) series.push({ name: "Bayes-optimal agent", x, y: bayes, dashed: true });
-      }
-    }
+      if (hlines.length || oracles.length) return;   // the oracle values of the first evaluation that has them
+      for (const [key, label] of ORACLES) if (r[key] !== null && r[key] !== undefined) hlines.push({ name: label, y: r[key] });
+      if (r.best_response_by_episode)
+        oracles.push({ name: "best response on these deals", x, y: r.best_response_by_episode, dashed: true, color: "#555" });
+      const bayes = (report.bayes_by_episode || {})[opponent];
+      if (bayes) oracles.push({ name: "Bayes-optimal agent", x, y: bayes, dashed: true, color: "#8c564b" });
+    });
+    series.push(...oracles);
     const figure = lineChart({ title: `against ${opponent}`, series, hlines, xlabel: "episode index", ylabel: "return" });
     figure.setAttribute("data-opponent", opponent);
     grid.append(figure);

@@ -33,29 +33,44 @@ def find_chromium() -> str | None:
 
 
 @contextlib.contextmanager
-def report_page(path: str | Path, width: int = 1280, height: int = 900) -> Iterator[tuple[Any, list[str], list[str]]]:
-    """The report at ``path`` open in headless Chromium, once its script has run: the page,
-    the console errors and uncaught exceptions so far (a list that grows), and every URL
-    the page requested."""
+def chromium() -> Iterator[Any]:
+    """Headless Chromium (the system's, driven by playwright), closed after the block."""
     from playwright.sync_api import sync_playwright
 
-    chromium = find_chromium()
-    if chromium is None:
+    executable = find_chromium()
+    if executable is None:
         raise RuntimeError("no Chromium found: apt-get install chromium, or set MAGE_CHROMIUM")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
+        browser = playwright.chromium.launch(executable_path=executable, args=["--no-sandbox"])
         try:
-            page = browser.new_page(viewport={"width": width, "height": height})
-            errors: list[str] = []
-            requests: list[str] = []
-            page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
-            page.on("pageerror", lambda error: errors.append(str(error)))
-            page.on("request", lambda request: requests.append(request.url))
-            page.goto(Path(path).resolve().as_uri())
-            page.wait_for_selector("body[data-ready=true]", timeout=20_000)
-            yield page, errors, requests
+            yield browser
         finally:
             browser.close()
+
+
+@contextlib.contextmanager
+def report_page(path: str | Path, browser: Any = None, width: int = 1280,
+                height: int = 900) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """The report at ``path`` open in ``browser`` (default: a Chromium of its own), once its
+    script has run: the page, the console errors and uncaught exceptions so far (a list
+    that grows), and every URL the page requested."""
+    if browser is None:
+        with chromium() as own:
+            with report_page(path, own, width, height) as opened:
+                yield opened
+        return
+    page = browser.new_page(viewport={"width": width, "height": height})
+    try:
+        errors: list[str] = []
+        requests: list[str] = []
+        page.on("console", lambda message: errors.append(message.text) if message.type == "error" else None)
+        page.on("pageerror", lambda error: errors.append(str(error)))
+        page.on("request", lambda request: requests.append(request.url))
+        page.goto(Path(path).resolve().as_uri())
+        page.wait_for_selector("body[data-ready=true]", timeout=20_000)
+        yield page, errors, requests
+    finally:
+        page.close()
 
 
 def screenshot(page: Any, out: str | Path, selector: str | None = None) -> Path:

@@ -27,14 +27,21 @@ pytestmark = pytest.mark.skipif(shots.find_chromium() is None,
 def run(tmp_path_factory):
     out = tmp_path_factory.mktemp("view") / "run"
     assert main(["train", "--iterations", "3", "--groups-per-iteration", "2", "--group-size", "2",
-                 "--eval-meta-episodes", "4", "--output-dir", str(out), "--quiet", "--tensorboard", "false"]) == 0
+                 "--eval-meta-episodes", "4", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
+                 "--heldout", "[]"]) == 0
     assert main(["view", str(out)]) == 0
     return out
 
 
 @pytest.fixture(scope="module")
-def page(run):
-    with shots.report_page(run / "report.html") as opened:
+def browser():
+    with shots.chromium() as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module")
+def page(run, browser):
+    with shots.report_page(run / "report.html", browser) as opened:
         yield opened
 
 
@@ -102,11 +109,11 @@ def test_stepping_through_a_replay_shows_the_transcripts_moves_in_order(run, pag
 def test_side_by_side_shows_both_agents_on_the_same_deal(run, page):
     page, errors, _ = page
     assert page.input_value("#compare-left") == "untrained" and page.input_value("#compare-right") == "trained"
-    page.select_option("#compare-key", "maniac#1")
+    page.select_option("#compare-key", "intermediate#1")
     left, right = page.locator("#compare-left-pane .prompt"), page.locator("#compare-right-pane .prompt")
     assert left.inner_text() == right.inner_text()   # the same seed and instance: the same first prompt
-    untrained = _records(run / "transcript_untrained.jsonl")["maniac", 1]["steps"]
-    trained = _records(run / "transcript_trained.jsonl")["maniac", 1]["steps"]
+    untrained = _records(run / "transcript_untrained.jsonl")["intermediate", 1]["steps"]
+    trained = _records(run / "transcript_trained.jsonl")["intermediate", 1]["steps"]
     assert page.inner_text("#left-answer") == untrained[0]["answer"]
     assert page.inner_text("#right-answer") == trained[0]["answer"]
     page.click("#compare-next")
@@ -114,13 +121,13 @@ def test_side_by_side_shows_both_agents_on_the_same_deal(run, page):
     assert errors == []
 
 
-def test_a_sokoban_replay_draws_the_room_as_the_agent_saw_it(tmp_path):
+def test_a_sokoban_replay_draws_the_room_as_the_agent_saw_it(tmp_path, browser):
     assert main(["eval", "--env", "mage/Sokoban-meta-v0", "--agent", "random", "--meta-episodes", "1",
                  "--output-dir", str(tmp_path), "--quiet"]) == 0
     assert main(["view", str(tmp_path)]) == 0
     first = json.loads((tmp_path / "transcript_random.jsonl").read_text().splitlines()[0])["steps"][0]["prompt"]
     board = [line for line in first.splitlines() if line and set(line) <= set("#@+$*. ") and "#" in line]
-    with shots.report_page(tmp_path / "report.html") as (page, errors, _):
+    with shots.report_page(tmp_path / "report.html", browser) as (page, errors, _):
         rows = page.locator("#player .grid-board .grid-row")
         assert rows.count() == len(board) >= 3
         assert [rows.nth(k).inner_text().replace("\n", "").replace("\u00a0", " ") for k in range(rows.count())] == board

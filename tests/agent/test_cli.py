@@ -147,26 +147,21 @@ def test_train_says_when_the_packed_forward_does_not_apply(tmp_path, capsys):
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in capsys.readouterr().err
 
 
-def test_quiet_is_quiet(tmp_path, capfd):
-    assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
-                 "--eval-meta-episodes", "1", "--output-dir", str(tmp_path / "run"), "--quiet", "--tensorboard", "false",
-                 "--checkpoint-every", "1", "--heldout", "[]"]) == 0
-    written = capfd.readouterr().err
-    assert "\r" not in written and "it/s" not in written and "Writing model shards" not in written, written
-    from transformers.utils import logging as hf_logging
-
-    assert hf_logging.is_progress_bar_enabled()   # restored after the command
-
-
-def test_eval_of_a_checkpoint_shows_the_notes_train_shows(tmp_path, capsys):
+def test_eval_of_a_checkpoint_shows_the_notes_train_shows_and_quiet_is_quiet(tmp_path, capfd):
     out = tmp_path / "run"
     assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
                  "--eval-meta-episodes", "2", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
                  "--activation-checkpointing", "true", "--heldout", "[]", "--checkpoint-every", "1"]) == 0
-    trained = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mage: ")]
+    written = capfd.readouterr().err
+    # --quiet: no progress bar, transformers' own ones (writing the checkpoint's shards) included
+    assert "\r" not in written and "it/s" not in written and "Writing model shards" not in written, written
+    from transformers.utils import logging as hf_logging
+
+    assert hf_logging.is_progress_bar_enabled()   # restored after the command
+    trained = [line for line in written.splitlines() if line.startswith("mage: ")]
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in trained
     assert ("mage: oracle: the best non-adaptive value against the training population (conservative, aggressive, "
             "intermediate)") in trained
     assert main(["eval", "--model", str(out / "checkpoints" / "iter-000001"), "--quiet"]) == 0
-    evaluated = [line for line in capsys.readouterr().err.splitlines() if line.startswith("mage: ")]
+    evaluated = [line for line in capfd.readouterr().err.splitlines() if line.startswith("mage: ")]
     assert sorted(set(evaluated)) == sorted(set(trained))

@@ -27,6 +27,7 @@ def test_trainer_example_trains_evaluates_and_guards_its_output(tmp_path, script
     assert (out / "eval.json").read_bytes() == before  # the first run is kept
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("module", ["train_kuhn_poker", "train_tic_tac_toe"])
 def test_trainer_examples_take_the_cli_flags_with_their_meaning(tmp_path, module, capsys, monkeypatch):
     monkeypatch.syspath_prepend(str(EXAMPLES))

@@ -19,8 +19,9 @@ _SPEC = importlib.util.spec_from_file_location("report_screenshot",
 assert _SPEC is not None and _SPEC.loader is not None
 shots = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(shots)
-pytestmark = pytest.mark.skipif(shots.find_chromium() is None,
-                                reason="no Chromium on this machine: apt-get install chromium (.ci/run does)")
+pytestmark = [pytest.mark.slow,   # a training run and a browser: ~25 s
+              pytest.mark.skipif(shots.find_chromium() is None,
+                                 reason="no Chromium on this machine: apt-get install chromium (.ci/run does)")]
 
 
 @pytest.fixture(scope="module")

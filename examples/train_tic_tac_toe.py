@@ -9,16 +9,16 @@ archetypes, ``random``, ``greedy`` and ``minimax`` on the second seat leave the 
 for that: 0.076 a game). Evaluation covers held-out orders the agent never met in training.
 
     python examples/train_tic_tac_toe.py --iterations 150 --output-dir runs/example-ttt [--threads 2]
+
+It takes every ``mage train`` flag with its meaning (``--help`` lists them with this
+example's defaults; ``--eval-meta-episodes 0`` skips the evaluations, ``--resume``
+continues a killed run).
 """
 
 from __future__ import annotations
 
-import argparse
-from pathlib import Path
-
-from mage_agent.cli import evaluate_policy
+from mage_agent.cli import train_main
 from mage_agent.config import TrainConfig, apply_overrides
-from mage_agent.trainer import Trainer
 
 TRAIN_POPULATION = {
     "preferred-cell-center-first": 1.0,
@@ -48,22 +48,10 @@ def example_config(iterations: int = 150, eval_meta_episodes: int = 100, output_
     })
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--iterations", type=int, default=150)
-    parser.add_argument("--eval-meta-episodes", type=int, default=100)
-    parser.add_argument("--output-dir", default="runs/example-ttt")
-    parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--threads", type=int, default=1,
-                        help="torch CPU threads: 2 on an idle 2-core machine is 1.55x faster (default: %(default)s)")
-    parser.add_argument("--overwrite", action="store_true", help="replace an earlier run in --output-dir")
-    args = parser.parse_args()
-
-    config = example_config(args.iterations, args.eval_meta_episodes, args.output_dir, args.seed, args.threads)
-    trainer = Trainer(config, overwrite=args.overwrite)
-    trainer.train()
-    evaluate_policy(trainer.policy, config, Path(args.output_dir) / "eval.json", "example")
+def main(argv: list[str] | None = None) -> int:
+    """``mage train`` with this example's config: every ``mage train`` flag, the same meaning."""
+    return train_main(argv, base=example_config(), prog="train_tic_tac_toe.py", description=__doc__.splitlines()[0])
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -9,7 +9,7 @@ Examples::
     mage train --output-dir runs/kuhn --scope global --group-opponents mixed
     mage train --output-dir runs/kuhn --resume   # continue a killed run
     torchrun --nproc-per-node 4 --no-python mage train --device cuda   # 4 GPUs, data parallel
-    mage eval --model runs/kuhn/checkpoints/iter-000300   # mage_envs.cli parses it, evaluate_model runs it
+    mage eval --model runs/kuhn                  # its newest checkpoint; mage_envs.cli parses it, evaluate_model runs it
 """
 
 from __future__ import annotations
@@ -23,16 +23,19 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
+from mage_envs.cli import Deprecated
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
-from mage_envs.transcripts import start_transcript
+from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
+from .checkpoint import latest_checkpoint
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
 
+LOG = logging.getLogger(__name__)
 
 def _flag(name: str) -> str:
     return "--" + name.replace("_", "-")
@@ -69,15 +72,23 @@ def parse_train_args(parser: argparse.ArgumentParser, argv: Sequence[str] | None
     return args
 
 
-def train_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="mage train", description="Train a MAGE policy (defaults: the embedded "
-                                     "tiny model on mage/KuhnPoker-meta-v0, on CPU).")
+#: Config fields whose flag is not their name: the name ``mage eval`` uses for the same thing.
+FLAG_NAMES = {"name_or_path": "--model"}
+
+TRAIN_DESCRIPTION = "Train a MAGE policy (defaults: the embedded tiny model on mage/KuhnPoker-meta-v0, on CPU)."
+
+
+def train_parser(defaults: TrainConfig | None = None, prog: str = "mage train",
+                 description: str = TRAIN_DESCRIPTION) -> argparse.ArgumentParser:
+    """``mage train``'s flags, one per config field, their help showing ``defaults``'
+    values (an example's own config; default: :class:`TrainConfig`'s)."""
+    parser = argparse.ArgumentParser(prog=prog, description=description)
     parser.add_argument("--config", help="YAML file with model/env/rollout/algo/run sections")
     parser.add_argument("--resume", action="store_true", help="continue from the newest checkpoint in --output-dir")
     parser.add_argument("--overwrite", action="store_true",
                         help="remove an earlier run's logs, checkpoints and evaluations from --output-dir first")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
-    defaults = TrainConfig()
+    defaults = defaults or TrainConfig()
     for name, (section, f) in field_index(defaults).items():
         section_config = getattr(defaults, section)
         default = getattr(section_config, name)
@@ -91,14 +102,18 @@ def train_parser() -> argparse.ArgumentParser:
             kind = json.loads
         details = f"default: {json.dumps(default)}" + (f"; choices: {', '.join(choices)}" if choices else "")
         help_text = f"[{section}] {help_of(f)} ({details})".replace("%", "%%")
-        parser.add_argument(_flag(name), dest=name, type=kind, choices=choices, default=argparse.SUPPRESS,
-                            help=help_text)
+        parser.add_argument(FLAG_NAMES.get(name, _flag(name)), dest=name, type=kind, choices=choices,
+                            default=argparse.SUPPRESS, help=help_text)
+        if name in FLAG_NAMES:   # the field's own flag, the name of the release before
+            parser.add_argument(_flag(name), dest=name, type=kind, action=Deprecated, new=FLAG_NAMES[name],
+                                help=argparse.SUPPRESS)
     return parser
 
 
-def config_from_args(args: argparse.Namespace) -> TrainConfig:
-    """The config file (if any), then the flags given on the command line."""
-    config = load_config(args.config) if args.config else TrainConfig()
+def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) -> TrainConfig:
+    """The config file (if any; else ``base``, default :class:`TrainConfig`), then the
+    flags given on the command line."""
+    config = load_config(args.config) if args.config else base or TrainConfig()
     overrides = {name: getattr(args, name) for name in field_index(config) if hasattr(args, name)}
     return apply_overrides(config, overrides)
 
@@ -106,7 +121,7 @@ def config_from_args(args: argparse.Namespace) -> TrainConfig:
 def evaluate_policy(
     policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
     verbose: bool = True, opponents: str | list[str] | None = None, transcript: Path | None = None,
-    oracle: bool = True,
+    oracle: bool = True, transcript_steps: int | None = TRANSCRIPT_STEPS,
 ) -> dict:
     """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
     (JSON) and a PNG, and print the table unless ``verbose`` is false. ``oracle=False``
@@ -114,7 +129,8 @@ def evaluate_policy(
 
     ``agent`` defaults to the policy itself (sampling as in training); the prompting
     baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
-    :func:`~mage_envs.evaluation.evaluate` appends to and resumes from."""
+    :func:`~mage_envs.evaluation.evaluate` appends to and resumes from, with the steps of
+    the first ``transcript_steps`` per opponent (``None``: all)."""
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
     from mage_envs.oracle.adaptive import supports
 
@@ -125,7 +141,7 @@ def evaluate_policy(
         report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                           meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
                           env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
-                          agent_name=name, transcript=transcript, oracle=oracle)
+                          agent_name=name, transcript=transcript, oracle=oracle, transcript_steps=transcript_steps)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
@@ -135,12 +151,15 @@ def evaluate_policy(
     nonadaptive = None
     game_string = game_of(game)  # not None when there is a population
     if population and game_string and all(o.get("best_response_exact") for o in data["opponents"].values()):
+        LOG.info("oracle: the best non-adaptive value against the training population (%s)", ", ".join(population))
         nonadaptive = best_nonadaptive_value(game_string, population, kwargs["seat"]).value * config.env.reward_scale
     data["best_nonadaptive_value"] = nonadaptive
     adaptive = None
     sees_earlier_hands = config.env.memory or config.env.reflection
     if (game_string and supports(game_string) and nonadaptive is not None and not config.env.repeat_instance
             and sees_earlier_hands):
+        LOG.info("oracle: the Bayes-optimal adaptive value over %d hands, then that agent on the %d meta-episodes "
+                 "per opponent just evaluated", config.env.num_episodes, config.run.eval_meta_episodes)
         adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
         adaptive *= config.env.reward_scale
         data["bayes_by_episode"] = bayes_on_sample(config, population, list(data["opponents"]))
@@ -188,7 +207,7 @@ def bayes_on_sample(config: TrainConfig, population: dict[str, float], opponents
 
 
 @contextlib.contextmanager
-def _notes_to_stderr() -> Iterator[None]:
+def notes_to_stderr() -> Iterator[None]:
     """While in the block, ``mage_agent``'s log notes (which forward runs, and why) go to stderr."""
     log = logging.getLogger("mage_agent")
     handler = logging.StreamHandler(sys.stderr)
@@ -203,19 +222,35 @@ def _notes_to_stderr() -> Iterator[None]:
         log.setLevel(level)
 
 
-def train_main(argv: Sequence[str]) -> int:
-    """``mage train``: train, plot and evaluate; the exit status."""
-    with _notes_to_stderr():
-        return _train(argv)
+@contextlib.contextmanager
+def library_progress_bars(shown: bool) -> Iterator[None]:
+    """While in the block, transformers' own progress bars (writing shards, loading weights)
+    are shown only if ``shown`` (``--quiet`` hides them with MAGE's); restored after."""
+    from transformers.utils import logging as hf_logging
+
+    before = hf_logging.is_progress_bar_enabled()
+    (hf_logging.enable_progress_bar if shown else hf_logging.disable_progress_bar)()
+    try:
+        yield
+    finally:
+        (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
 
 
-def _train(argv: Sequence[str]) -> int:
+def train_main(argv: Sequence[str] | None = None, base: TrainConfig | None = None, prog: str = "mage train",
+               description: str = TRAIN_DESCRIPTION) -> int:
+    """``mage train``: train, plot and evaluate; the exit status. An example passes its own
+    ``base`` config, so that it takes every ``mage train`` flag with the same meaning."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    with notes_to_stderr(), library_progress_bars("--quiet" not in argv):
+        return _train(argv, train_parser(base, prog, description), base)
+
+
+def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConfig | None) -> int:
     from .trainer import Trainer
 
-    parser = train_parser()
     args = parse_train_args(parser, argv)
     try:
-        config = config_from_args(args)
+        config = config_from_args(args, base)
         population_of(config)  # unknown or held-out archetypes fail here, before the model loads
     except (ValueError, OSError) as error:
         parser.error(str(error))
@@ -230,12 +265,14 @@ def _train(argv: Sequence[str]) -> int:
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
-        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet)
+        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet,
+                        transcript=start_transcript(output / "transcript_untrained.jsonl", overwrite=True))
     trainer.train()
     if main and (output / "metrics.jsonl").exists():
         plot_training(output / "metrics.jsonl", output / "training.png")
-    if main and config.run.eval_meta_episodes:
-        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet)
+    if main and config.run.eval_meta_episodes:  # a sample of transcripts, so that every run can be replayed
+        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet,
+                        transcript=start_transcript(output / "transcript_trained.jsonl", overwrite=True))
     trainer.world.barrier()
     trainer.world.close()
     return 0
@@ -254,17 +291,24 @@ def evaluate_model(
     resume: bool = False,
     overwrite: bool = False,
     progress: bool = True,
+    transcript_steps: int | None = TRANSCRIPT_STEPS,
 ) -> dict:
     """``mage eval --agent policy|react|reflexion --model MODEL``: evaluate a checkpoint or a model.
 
     ``model`` is a checkpoint folder (``.../checkpoints/iter-N``, evaluated with its run's
-    settings), a local model path, a hub id or ``smollm2-135m``. Every other argument
+    settings), a run folder (its newest checkpoint), a local model path, a hub id or
+    ``smollm2-135m``. Every other argument
     overrides the checkpoint's setting when given. ``eval_<agent>.json`` and
     ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
     else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
-    with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`).
+    with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`); it
+    keeps the steps of the first ``transcript_steps`` meta-episodes per opponent.
     """
     folder = Path(model)
+    latest = latest_checkpoint(folder / "checkpoints")
+    if latest is not None:   # a run folder: its newest checkpoint
+        LOG.info("evaluating %s, the newest checkpoint of %s", latest.name, folder)
+        folder = latest
     state_file = folder / "state.json"
     checkpoint = state_file.exists()
     run_dir = folder.parent.parent if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"
@@ -290,4 +334,4 @@ def evaluate_model(
         builder = react_agent if agent == "react" else reflexion_agent
         player = builder(policy, sampling_of(config), seed=config.run.eval_seed)
     return evaluate_policy(policy, config, output / f"eval_{agent}.json", agent, progress=progress, agent=player,
-                           opponents=opponents, transcript=transcript)
+                           opponents=opponents, transcript=transcript, transcript_steps=transcript_steps)

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from mage_envs.core.meta_tracker import RewardMode
-from mage_envs.registration import check_env_id, did_you_mean
+from mage_envs.registration import check_env_id, check_env_options, did_you_mean
 
 from .advantage import ESTIMATORS, SCOPES, Estimator, Scope, StdOf
 from .loss import AGGREGATIONS, Aggregation
@@ -271,6 +271,7 @@ class TrainConfig:
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         check_env_id(self.env.env_id)
+        check_env_options(self.env.env_id, self.env.env_options)
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

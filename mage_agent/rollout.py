@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import gymnasium as gym
 
@@ -121,10 +121,12 @@ class RolloutRunner:
         seed: int = 0,
         answer_prefix: str = "",
         answer_question: bool = False,
+        on_turn: Callable[[int, int], None] | None = None,
     ) -> RolloutBatch:
         """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``.
         In free text, ``answer_question`` closes acting prompts with
-        :data:`~mage_agent.agents.ANSWER_QUESTION` and ``answer_prefix`` starts the answers."""
+        :data:`~mage_agent.agents.ANSWER_QUESTION` and ``answer_prefix`` starts the answers.
+        ``on_turn(turn, playing)`` is called before each turn's ``generate`` (a progress line)."""
         count = len(groups) * group_size
         if count != len(self.envs):
             raise ValueError(f"{len(groups)} groups x {group_size} copies != {len(self.envs)} envs")
@@ -149,6 +151,8 @@ class RolloutRunner:
                 prompts = [observations[i] for i in active]
                 if answer_question and not action_tokens:
                     prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
+                if on_turn is not None:
+                    on_turn(turn_index + 1, len(active))
                 generations = policy.generate(
                     prompts, sampling,
                     allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,

@@ -50,7 +50,8 @@ from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
-#: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).
+#: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
+#: ``transcript*.jsonl``).
 RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
 
 
@@ -62,7 +63,9 @@ def earlier_run(output: Path) -> list[Path]:
         []
     """
     named = [output / name for name in RUN_FILES if (output / name).exists()]
-    return named + sorted(output.glob("eval*.json")) + sorted(output.glob("eval*.png"))
+    evaluations = [path for pattern in ("eval*.json", "eval*.png", "transcript*.jsonl")
+                   for path in sorted(output.glob(pattern))]
+    return named + evaluations
 
 
 #: Settings that do not change what a run computes.
@@ -120,6 +123,7 @@ class Trainer:
         device = self.world.device(device)  # before any collective: NCCL needs each process's GPU
         self.shard = self.world.shard_bounds(config.rollout.groups_per_iteration)
         self.progress = progress and self.world.is_main
+        self._bar: tqdm | None = None   # the loop's progress bar, while train() runs
         torch.manual_seed(config.run.seed)
         self.start_iteration = 0
         self.history: list[dict[str, Any]] = []
@@ -187,6 +191,7 @@ class Trainer:
         run = self.config.run
         bar = tqdm(range(self.start_iteration, run.iterations), initial=self.start_iteration,
                    total=run.iterations, desc="mage train", disable=not self.progress)
+        self._bar = bar
         for iteration in bar:
             started = time.perf_counter()
             batch = self.collect(iteration)
@@ -231,7 +236,14 @@ class Trainer:
         groups = groups[start:stop]
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
                                    action_tokens=rollout.action_tokens, seed=base + start,
-                                   answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question)
+                                   answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question,
+                                   on_turn=lambda turn, playing: self._stage(f"collect: turn {turn}, {playing} playing"))
+
+    def _stage(self, text: str) -> None:
+        """Show what the iteration is doing beside the progress bar (a slow model spends
+        minutes inside one iteration)."""
+        if self._bar is not None and self.progress:
+            self._bar.set_description_str(f"mage train [{text}]")
 
     def credit(self, batch: RolloutBatch) -> tuple[list[Turn], np.ndarray, dict[str, float]]:
         """Stages 2-3: discounted per-turn returns, then group-relative advantages, with the
@@ -290,14 +302,16 @@ class Trainer:
         if not steps_per_epoch:  # every completion was cut off: nothing to learn from
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
+        if algo.kl_coef > 0 and keep:
+            self._stage("update: the reference model's log-probs")
         reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
         entropy_coef = self._entropy_coef(iteration)
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
-        for _ in range(algo.epochs):
+        for epoch in range(algo.epochs):
             buckets = _length_buckets(lengths, size, rng)
-            for chosen in buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets)):
+            for step, chosen in enumerate(buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets))):
                 batch = [turns[keep[i]] for i in chosen]
                 # every process's tokens (or completions) of this step: the loss's denominator
                 own = len(batch) if algo.loss_aggregation == "sequence" else sum(len(t.completion_ids) for t in batch)
@@ -310,6 +324,7 @@ class Trainer:
                     for key, value in stats.items():
                         sums[key] += value
                     steps += 1
+                self._stage(f"update: epoch {epoch + 1}/{algo.epochs}, step {step + 1}/{steps_per_epoch}")
                 world.sum_gradients(self.policy.trainable_parameters())
                 grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
                 self.optimizer.step()

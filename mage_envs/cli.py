@@ -4,12 +4,13 @@ Examples::
 
     mage envs
     mage opponents kuhn_poker
-    mage eval --env mage/KuhnPoker-meta-v0 --agent best-response --opponents train
-    mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-kwarg repeat_instance=false
+    mage eval --env-id mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+    mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-options '{"repeat_instance": false}'
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
-    mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
+    mage eval --agent policy --model runs/kuhn                # its newest checkpoint
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
+    mage view runs/kuhn --serve                # runs/kuhn/report.html, served on 127.0.0.1:8765
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from .evaluation import evaluate
 from .opponents.registry import archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
-from .registration import check_env_id
-from .transcripts import start_transcript
+from .registration import check_env_id, check_env_options
+from .transcripts import TRANSCRIPT_STEPS, start_transcript
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
 #: ``mage eval --agent`` choices: reference agents, local models (mage_agent, torch), API models.
@@ -86,9 +87,50 @@ def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[
         prior = opponents or "all"
         return {"agent": None, "make_agent": lambda env: BayesAdaptiveAgent(env, population=prior)}
     return {"agent": OpenAIChatAgent(
-        args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature,
+        args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature or 0.0,
         max_tokens=_given(args.max_tokens, 256), stop=args.stop, timeout=args.timeout, retries=args.retries,
         concurrency=args.concurrency, prompting=args.prompting or "plain")}
+
+
+def _transcript_steps(value: int) -> int | None:
+    """``--transcript-steps``: a count, or every meta-episode's steps for a negative one."""
+    return None if value < 0 else value
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    """``--env-options``: a JSON object."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r} ({error})") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"expected a JSON object, got {text!r}")
+    return value
+
+
+#: ``mage eval``'s flags of the release before: (the name ``mage train`` and ``mage eval``
+#: share now, where it stores, its type); the old ones still work and say so
+#: (``--env-kwarg KEY=VALUE``, repeated, adds one option each).
+DEPRECATED_EVAL_FLAGS: dict[str, tuple[str, str, Any]] = {
+    "--env": ("--env-id", "env", str), "--meta-episodes": ("--eval-meta-episodes", "meta_episodes", int),
+    "--seed": ("--eval-seed", "seed", int), "--max-tokens": ("--max-new-tokens", "max_tokens", int),
+    "--env-kwarg": ("--env-options", "env_kwarg", str),
+}
+
+
+class Deprecated(argparse.Action):
+    """A flag kept under its old name: it stores as ``new`` does (``append``: adds to a
+    list) and prints a note to use ``new``."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, new: str, append: bool = False,
+                 **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, default=argparse.SUPPRESS, **kwargs)
+        self.new, self.append = new, append
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: str | None = None) -> None:
+        print(f"mage: {option_string} is deprecated: use {self.new}", file=sys.stderr)
+        setattr(namespace, self.dest, [*getattr(namespace, self.dest, []), values] if self.append else values)
 
 
 def _given(value: int | None, default: int) -> int:
@@ -107,6 +149,10 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
         raise ValueError(f"--agent {'/'.join(a for a in agents if a in (*MODEL_AGENTS, 'openai'))} needs --model: "
                          "a checkpoint folder, a local path, a hub id or smollm2-135m (openai: the name the server "
                          "serves, listed by GET <base-url>/models)")
+    local = [a for a in agents if a in MODEL_AGENTS]
+    if local and (args.temperature is not None or args.stop):   # refused rather than silently ignored
+        raise ValueError("--temperature and --stop apply to --agent openai only; a local model samples with its "
+                         f"checkpoint's settings (--agent {'/'.join(local)})")
     if args.prompting and agents != ["openai"]:
         raise ValueError("--prompting applies to --agent openai only (the local models have --agent react/reflexion)")
     if args.env is not None:  # a misspelt id fails before a model loads
@@ -115,10 +161,13 @@ def _agents_of(args: argparse.Namespace) -> list[str]:
 
 
 def _cmd_eval(args: argparse.Namespace) -> int:
-    env_kwargs = parse_pairs(args.env_kwarg)
+    agents = _agents_of(args)
+    env_kwargs = {**parse_pairs(getattr(args, "env_kwarg", None) or []), **args.env_options}
+    if args.env is not None or args.model is None:  # else a checkpoint's env, checked when its config is built
+        check_env_options(args.env or DEFAULT_ENV, env_kwargs)
     opponents = None if args.opponents is None else (
         args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(","))
-    for agent_name in _agents_of(args):
+    for agent_name in agents:
         if agent_name in MODEL_AGENTS:
             _evaluate_model(agent_name, args, opponents, env_kwargs)
             continue
@@ -139,6 +188,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
             progress=not args.quiet,
             agent_name=name,
             transcript=transcript,
+            transcript_steps=_transcript_steps(args.transcript_steps),
             **arguments,
         )
         path = report.save(output / f"eval_{name}.json")
@@ -151,10 +201,13 @@ def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[
                     env_kwargs: dict[str, object]) -> None:
     """``--agent policy|react|reflexion``: handled by ``mage_agent`` (needs torch)."""
     agent_cli = _agent_cli()
-    agent_cli.evaluate_model(
-        args.model, agent, env_id=args.env, opponents=opponents,
-        meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
-        output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet)
+    # the notes `mage train` shows (which forward runs, the oracles' work); --quiet hides transformers' bars too
+    with agent_cli.notes_to_stderr(), agent_cli.library_progress_bars(not args.quiet):
+        agent_cli.evaluate_model(
+            args.model, agent, env_id=args.env, opponents=opponents,
+            meta_episodes=args.meta_episodes, seed=args.seed, env_options=env_kwargs, max_new_tokens=args.max_tokens,
+            output_dir=args.output_dir, resume=args.resume, overwrite=args.overwrite, progress=not args.quiet,
+            transcript_steps=_transcript_steps(args.transcript_steps))
 
 
 def _agent_cli() -> Any:
@@ -168,6 +221,16 @@ def _agent_cli() -> Any:
 
 class _MissingExtra(Exception):
     """An optional dependency the command needs is not installed."""
+
+
+def _cmd_view(args: argparse.Namespace) -> int:
+    from .view import serve, write_report
+
+    path = write_report(args.run_dir, args.output, replays_per_opponent=args.replays)
+    print(f"wrote {path} ({path.stat().st_size / 1e6:.1f} MB; it opens offline in any browser)")
+    if args.serve:
+        serve(path, args.host, args.port, allow_remote=args.allow_remote)
+    return 0
 
 
 def _cmd_serve(args: argparse.Namespace) -> int:
@@ -206,30 +269,43 @@ def build_parser() -> argparse.ArgumentParser:
     ev = sub.add_parser("eval", help="evaluate an agent per opponent and episode index, beside the oracle values",
                         description="Evaluate reference agents, local models (policy, react, reflexion: the [agent] "
                         "extra) or an OpenAI-compatible API model (openai: the [api] extra). Every finished "
-                        "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl; --resume continues "
-                        "an interrupted evaluation without replaying them.")
+                        "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl (the steps of the first "
+                        "--transcript-steps per opponent, the results of all); --resume continues an interrupted "
+                        "evaluation without replaying them. The flags are named as in `mage train`; the names of the release "
+                        "before (--env, --meta-episodes, --seed, --max-tokens, --env-kwarg KEY=VALUE) still work, with a "
+                        "note.")
     ev.add_argument("--agent", action="append", choices=AGENTS,
                     help="agent(s) to evaluate; repeat the flag for several (default: policy with --model, openai "
                     "with --base-url, else random and best-response). bayes: the Bayes-optimal agent of "
-                    "fresh-deal Kuhn Poker (--env-kwarg repeat_instance=false), whose prior is the --opponents")
+                    "fresh-deal Kuhn Poker (--env-options '{\"repeat_instance\": false}'), whose prior is the --opponents")
     ev.add_argument("--model", "--checkpoint", dest="model", default=None,
-                    help="policy/react/reflexion: a checkpoint folder (.../checkpoints/iter-N), a local model path, "
-                    "a hub id or smollm2-135m; openai: the model name the server serves")
-    ev.add_argument("--env", default=None, help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
+                    help="policy/react/reflexion: a run folder (its newest checkpoint), a checkpoint folder "
+                    "(.../checkpoints/iter-N), a local model path, a hub id or smollm2-135m; openai: the model name the "
+                    "server serves")
+    ev.add_argument("--env-id", dest="env", default=None, metavar="ID",
+                    help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
     ev.add_argument("--opponents", default=None, help="train, heldout, all, or comma-separated archetype ids "
                     "(default: all; a checkpoint: its training population and held-out archetypes)")
-    ev.add_argument("--meta-episodes", type=int, default=None,
+    ev.add_argument("--eval-meta-episodes", dest="meta_episodes", type=int, default=None, metavar="N",
                     help="meta-episodes per opponent (default: 200; a checkpoint: its eval_meta_episodes)")
-    ev.add_argument("--seed", type=int, default=None, help="meta-episode j uses seed + j (default: 0; a checkpoint: "
-                    "its eval_seed)")
-    ev.add_argument("--env-kwarg", action="append", default=[], metavar="KEY=VALUE",
-                    help="extra gym.make argument, value parsed as JSON (e.g. seat=0, num_episodes=5)")
+    ev.add_argument("--eval-seed", dest="seed", type=int, default=None, metavar="SEED",
+                    help="meta-episode j uses seed + j (default: 0; a checkpoint: its eval_seed)")
+    ev.add_argument("--env-options", type=_json_object, default={}, metavar="JSON",
+                    help='further gym.make arguments (JSON object, e.g. \'{"seat": 0, "num_episodes": 5}\'; '
+                    "a checkpoint's are kept, these override them)")
     ev.add_argument("--output-dir", default=None, help="where eval_<agent>.json and transcript_<agent>.jsonl go "
                     "(default: a checkpoint's run folder, else runs/eval)")
+    ev.add_argument("--transcript-steps", type=int, default=TRANSCRIPT_STEPS, metavar="N",
+                    help="per opponent, the meta-episodes (the first N by index) whose every prompt and answer the "
+                    "transcript keeps, for `mage view`; the others keep their results, which is all --resume needs "
+                    "(-1: every meta-episode's; default: %(default)s)")
     ev.add_argument("--resume", action="store_true", help="continue the evaluation in --output-dir's transcript")
     ev.add_argument("--overwrite", action="store_true", help="remove an earlier transcript in --output-dir first")
-    ev.add_argument("--max-tokens", type=int, default=None,
+    ev.add_argument("--max-new-tokens", dest="max_tokens", type=int, default=None, metavar="N",
                     help="answer budget in tokens (default: openai 256; local models: the checkpoint's or 128)")
+    for old, (new, dest, kind) in DEPRECATED_EVAL_FLAGS.items():   # the names of the release before
+        ev.add_argument(old, dest=dest, type=kind, action=Deprecated, new=new, append=dest == "env_kwarg",
+                        help=argparse.SUPPRESS)
     ev.add_argument("--no-oracle", action="store_true", help="skip the best-response / equilibrium columns "
                     "(random, best-response, openai)")
     ev.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -242,13 +318,28 @@ def build_parser() -> argparse.ArgumentParser:
                      help="instructions added to acting prompts: plain (zero-shot), react (think, then act) or "
                      "reflexion (reflections between episodes, sets reflection=true) (default: plain)")
     api.add_argument("--concurrency", type=int, default=8, help="requests in flight at most (default: %(default)s)")
-    api.add_argument("--temperature", type=float, default=0.0, help="(default: %(default)s)")
+    api.add_argument("--temperature", type=float, default=None, help="(default: 0)")
     api.add_argument("--stop", action="append", default=None, metavar="TEXT", help="stop string; repeat for several")
     api.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default: %(default)s)")
     api.add_argument("--retries", type=int, default=4,
                      help="retries of a request after a timeout, a connection error, HTTP 429/5xx or a malformed "
                      "body, with exponential backoff (default: %(default)s)")
     ev.set_defaults(func=_cmd_eval)
+
+    vw = sub.add_parser("view", help="write a run's HTML report (curves, evaluation, replays), optionally serve it",
+                        description="Write RUN_DIR/report.html: training curves, the evaluation by episode index "
+                        "beside the oracle values, replays of the transcripts' meta-episodes and a side-by-side of two "
+                        "agents on the same one. One self-contained file: nothing is fetched when it is opened.")
+    vw.add_argument("run_dir", metavar="RUN_DIR", help="a training run's --output-dir or an evaluation's")
+    vw.add_argument("--output", default=None, help="where the page goes (default: RUN_DIR/report.html)")
+    vw.add_argument("--replays", type=int, default=20,
+                    help="per agent and opponent, the meta-episodes with steps the page replays at most "
+                    "(default: %(default)s)")
+    vw.add_argument("--serve", action="store_true", help="then serve the page over HTTP until Ctrl-C")
+    vw.add_argument("--host", default="127.0.0.1", help="address to bind with --serve (default: %(default)s, loopback)")
+    vw.add_argument("--port", type=int, default=8765, help="port with --serve (default: %(default)s; 0: any free one)")
+    vw.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
+    vw.set_defaults(func=_cmd_view)
 
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, loopback only)")
@@ -289,7 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (KeyError, ValueError, TypeError, FileExistsError, ImportError, _MissingExtra) as error:
+    except (KeyError, ValueError, TypeError, FileExistsError, FileNotFoundError, ImportError, _MissingExtra) as error:
         message = error.args[0] if error.args else str(error)
         print(f"error: {message}", file=sys.stderr)
         return 2

@@ -105,6 +105,9 @@ class EvaluationReport:
         """A plain-text table: mean return ± SE per episode index, success, oracle values."""
         n = self.num_episodes
         head = ["opponent"] + [f"ep{i + 1} return" for i in range(n)] + [f"ep{n} win", "invalid", "best resp.", "equilibrium"]
+        ceilings = any(r.instance_optimal_value is not None for r in self.opponents.values())
+        if ceilings:   # repeated deals: the final episode beside the best return knowing the deal
+            head += ["deal-known", "share"]
         rows = [head]
         for name, r in self.opponents.items():
             returns = [f"{m:+.3f}±{s:.3f}" for m, s in zip(r.mean_return_by_episode, r.stderr_return_by_episode)]
@@ -112,7 +115,11 @@ class EvaluationReport:
                 f"{r.best_response_value:+.3f}" + ("" if r.best_response_exact else f"±{r.best_response_stderr:.3f}~")
             )
             equilibrium = "-" if r.equilibrium_value is None else f"{r.equilibrium_value:+.3f}"
-            rows.append([name, *returns, f"{r.win_rate_by_episode[-1]:.2f}", f"{r.invalid_action_rate:.3f}", oracle, equilibrium])
+            row = [name, *returns, f"{r.win_rate_by_episode[-1]:.2f}", f"{r.invalid_action_rate:.3f}", oracle, equilibrium]
+            if ceilings:
+                ceiling = r.instance_optimal_value
+                row += ["-", "-"] if ceiling is None else [f"{ceiling:+.3f}", _share(r.mean_return_by_episode[-1], ceiling)]
+            rows.append(row)
         widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
         lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths)) for row in rows]
         lines.insert(1, "  ".join("-" * w for w in widths))
@@ -122,6 +129,16 @@ class EvaluationReport:
         if on_sample:   # fresh deals: the best response on each episode index's own deals
             lines += ["best response on the deals each episode index was dealt:", *on_sample]
         return "\n".join([title, *lines])
+
+
+def _share(value: float, ceiling: float) -> str:
+    """``value`` as a share of a positive ``ceiling`` (``-`` for a ceiling of zero or less).
+
+    Example:
+        >>> _share(0.25, 0.5), _share(0.1, 0.0)
+        ('0.50', '-')
+    """
+    return f"{value / ceiling:.2f}" if ceiling > 0 else "-"
 
 
 def _json_default(value: Any) -> Any:
@@ -155,6 +172,7 @@ def evaluate(
     batch_size: int = 256,
     stratify: bool = True,
     transcript: str | Path | None = None,
+    transcript_steps: int | None = None,
 ) -> EvaluationReport:
     """Play ``meta_episodes`` (meta-)episodes of ``env_id`` against each opponent.
 
@@ -176,7 +194,10 @@ def evaluate(
     meta-episodes already in it are read back, not played, so a rerun after a kill ends
     with the report an uninterrupted run gives (for an agent whose answers depend only on
     its prompts). A record with other settings (env, seed, ``env_kwargs``, agent name or
-    ``settings``, stratification or instance) raises ``ValueError``.
+    ``settings``, stratification or instance) raises ``ValueError``. ``transcript_steps``:
+    against each opponent, the meta-episodes (the first by index) whose every step
+    (prompts, answers) the transcript keeps; the others' records hold their results only,
+    which is all a resume needs (``None``: every meta-episode's steps).
     """
     if meta_episodes < 1:
         raise ValueError(f"meta_episodes must be >= 1, got {meta_episodes}")
@@ -211,7 +232,8 @@ def evaluate(
     bar = tqdm(total=len(names) * meta_episodes, desc=f"evaluate {env_id}", disable=not progress, unit="meta-ep")
     for name in names:
         kwargs = dict(env_kwargs) if name == "default" else {**env_kwargs, "opponent": name}
-        recorder = _Recorder(meta_episodes, num_episodes, keep_steps=log is not None)
+        kept = 0 if log is None else meta_episodes if transcript_steps is None else transcript_steps
+        recorder = _Recorder(meta_episodes, num_episodes, keep_steps=kept)
         todo = _resume(recorder, log, name, seed, instances)
         bar.update(meta_episodes - len(todo))
 
@@ -234,12 +256,14 @@ def evaluate(
         for env in envs:
             env.close()
         result = recorder.result()
-        if oracle and game:
+        if oracle and game:   # a search bot's best response is a tree search: say so while it runs
+            bar.set_postfix_str(f"oracle values against {name} (best response, equilibrium, deal-known)")
             played = recorder.first_instances()
             _attach_oracle(result, game, name, env_kwargs, played if repeats else None)
             if not repeats and num_episodes > 1 and result.best_response_exact:
                 result.best_response_by_episode = _on_sample_best_response(game, name, env_kwargs, recorder)
         report.opponents[name] = result
+        bar.set_postfix_str("")
     bar.close()
     return report
 
@@ -285,9 +309,9 @@ def _agent_name(agent: Agent | AgentFactory) -> str:
 
 class _Recorder:
     """Per-episode-index results of ``meta_episodes`` meta-episodes, filled as they finish
-    (played, or read back from a transcript); ``keep_steps`` also keeps every step."""
+    (played, or read back from a transcript); the first ``keep_steps`` also keep every step."""
 
-    def __init__(self, meta_episodes: int, n: int, keep_steps: bool = False) -> None:
+    def __init__(self, meta_episodes: int, n: int, keep_steps: int = 0) -> None:
         self.returns = np.zeros((meta_episodes, n))
         self.outcomes = np.empty((meta_episodes, n), dtype=object)
         self.successes = np.zeros((meta_episodes, n))
@@ -298,7 +322,11 @@ class _Recorder:
         #: (instance, seat) of each meta-episode's episodes, by index (games only; fresh deals
         #: give each episode its own, repeated ones the first episode's)
         self.episode_instances: dict[int, list[tuple[int, int] | None]] = {}
-        self.steps: dict[int, list[dict[str, Any]]] | None = {} if keep_steps else None
+        self.keep_steps = keep_steps
+        self.steps: dict[int, list[dict[str, Any]]] = {}
+        #: token usage summed over each meta-episode's answers (kept whether its steps are or not)
+        self.usage: dict[int, dict[str, int]] = {}
+        self.final_observations: dict[int, str] = {}
 
     def start(self, j: int, info: dict[str, Any]) -> None:
         """Record the instance meta-episode ``j`` starts on (its reset ``info``)."""
@@ -306,17 +334,26 @@ class _Recorder:
             first = (int(info["instance"]), int(info["seat"]))
             self.episode_instances[j] = [first] + [None] * (self.returns.shape[1] - 1)
 
-    def step(self, j: int, phase: str, prompt: str, answer: str, reward: SupportsFloat, done: bool,
-             info: dict[str, Any], usage: dict[str, Any] | None = None) -> None:
-        """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` in ``phase``, and what it returned."""
+    def step(self, j: int, before: dict[str, Any], prompt: str, answer: str, reward: SupportsFloat, done: bool,
+             info: dict[str, Any], usage: dict[str, Any] | None = None, observation: str = "") -> None:
+        """Record meta-episode ``j``'s step: ``answer`` to ``prompt`` (whose info is ``before``),
+        what it returned (``info``), and, when ``done``, the last ``observation``."""
+        phase = before.get("phase", "act")
         # a meta env that starts the next episode at once reports this step's own info beside it
         invalid = info.get("finished_episode_info", info).get("invalid_action")
         if phase == "act":
             self.act_steps[j] += 1
             self.invalid_steps[j] += invalid is not None
-        if self.steps is not None:
-            self.steps.setdefault(j, []).append({"phase": phase, "prompt": prompt, "answer": answer,
-                                                 "reward": float(reward), "invalid_action": invalid, "usage": usage})
+        total = self.usage.setdefault(j, {})
+        for key, value in (usage or {}).items():
+            if isinstance(value, int):
+                total[key] = total.get(key, 0) + value
+        if j < self.keep_steps:
+            self.steps.setdefault(j, []).append({"phase": phase, "episode": before.get("episode_index", 0),
+                                                 "prompt": prompt, "answer": answer, "reward": float(reward),
+                                                 "invalid_action": invalid, "usage": usage})
+            if done:   # how the last episode ended: what no later prompt shows
+                self.final_observations[j] = observation
         finished = info.get("episode_returns")
         hands = self.episode_instances.get(j)
         if hands is not None and finished is not None and len(finished) < len(hands) and "instance" in info:
@@ -337,14 +374,10 @@ class _Recorder:
 
     def record(self, j: int) -> dict[str, Any]:
         """Finished meta-episode ``j`` as transcript data (what :meth:`load` reads back)."""
-        steps = [] if self.steps is None else self.steps.pop(j, [])
-        usage: dict[str, int] = {}
-        for step in steps:
-            for key, value in (step["usage"] or {}).items():
-                if isinstance(value, int):
-                    usage[key] = usage.get(key, 0) + value
+        steps, usage = self.steps.pop(j, []), self.usage.pop(j, {})
         hands = self.episode_instances.get(j)
-        return {"instance": None if hands is None else hands[0], "episode_instances": hands,
+        final = {"final_observation": self.final_observations.pop(j)} if j in self.final_observations else {}
+        return {**final, "instance": None if hands is None else hands[0], "episode_instances": hands,
                 "returns": self.returns[j].tolist(),
                 "outcomes": self.outcomes[j].tolist(), "successes": self.successes[j].tolist(),
                 "act_steps": int(self.act_steps[j]), "invalid_steps": int(self.invalid_steps[j]),
@@ -417,11 +450,10 @@ def _play(agent: Agent, env: gym.Env, todo: list[int], seed: int, instances: lis
         recorder.start(j, info)
         done = False
         while not done:
-            phase = info.get("phase", "act")
-            prompt, answer = obs, agent(obs, info)
+            before, prompt, answer = info, obs, agent(obs, info)
             obs, reward, terminated, truncated, info = env.step(answer)
             done = terminated or truncated
-            recorder.step(j, phase, prompt, answer, reward, done, info, _usage(agent, 1)[0])
+            recorder.step(j, before, prompt, answer, reward, done, info, _usage(agent, 1)[0], obs)
         finish(j)
 
 
@@ -443,7 +475,7 @@ def _play_batched(
                 prompt, info = state[j]
                 obs, reward, terminated, truncated, info_after = env_of[j].step(answer)
                 done = terminated or truncated
-                recorder.step(j, info.get("phase", "act"), prompt, answer, reward, done, info_after, usage)
+                recorder.step(j, info, prompt, answer, reward, done, info_after, usage, obs)
                 if done:
                     del state[j]
                     finish(j)
@@ -457,7 +489,7 @@ def _on_sample_best_response(game: str, opponent: str, env_kwargs: dict[str, Any
     episode index was played on (``None`` without chance events or a full record)."""
     import pyspiel
 
-    from .games.facts import load_game
+    from .facts import load_game
     from .oracle.winnable import best_response_instance_value
 
     if load_game(game).get_type().chance_mode == pyspiel.GameType.ChanceMode.DETERMINISTIC:

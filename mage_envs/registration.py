@@ -14,6 +14,7 @@ Example:
 from __future__ import annotations
 
 import difflib
+import inspect
 from typing import Any, Iterable
 
 import gymnasium as gym
@@ -22,8 +23,8 @@ from .core.entry_points import load_entry_point
 from .core.meta import MetaEpisodeWrapper
 from .core.meta_tracker import MetaOptions
 
-__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "check_env_id", "did_you_mean", "game_of", "load_entry_point",
-           "make_meta_env", "register_envs"]
+__all__ = ["GAMES", "TASKS", "TENSOR_GAMES", "check_env_id", "check_env_options", "did_you_mean", "env_options",
+           "game_of", "load_entry_point", "make_meta_env", "register_envs"]
 
 #: id stem -> (entry point of the single-episode env, default meta options)
 GAMES: dict[str, tuple[str, dict[str, Any]]] = {
@@ -69,6 +70,50 @@ def check_env_id(env_id: str) -> None:
     except gym.error.Error:
         raise ValueError(f"unknown env_id {env_id!r}{did_you_mean(env_id, gym.registry)}; "
                          "`mage envs` lists the registered ids") from None
+
+
+def env_options(env_id: str) -> tuple[str, ...] | None:
+    """The ``gym.make`` arguments ``env_id`` accepts (the env's own, then a meta id's meta
+    options), or ``None`` where its entry point takes any keyword.
+
+    Example:
+        >>> env_options("mage/TicTacToe-tensor-meta-v0")
+        ('opponent', 'seat', 'invalid_action', 'reward_scale', 'render_mode', 'num_episodes', 'reward_mode', 'repeat_instance')
+    """
+    spec = gym.spec(env_id)
+    base = spec.kwargs.get("base")
+    entry = spec.entry_point if base is None else base
+    target = load_entry_point(entry) if isinstance(entry, str) else entry
+    assert callable(target), f"{env_id} has no entry point"
+    parameters = inspect.signature(target).parameters.values()
+    if any(p.kind is p.VAR_KEYWORD for p in parameters):
+        return None
+    names = tuple(p.name for p in parameters if p.kind is not p.VAR_POSITIONAL)
+    if base is None:
+        return names
+    if spec.entry_point == "mage_envs.numeric.meta:make_tensor_meta_env":
+        from .numeric.meta import TENSOR_OPTIONS
+
+        return names + TENSOR_OPTIONS
+    return names + MetaOptions.names()
+
+
+def check_env_options(env_id: str, options: Iterable[str]) -> None:
+    """``ValueError`` naming the closest accepted one for an option ``env_id`` does not take,
+    so that a misspelt key fails where it is written rather than when the env is built.
+
+    Example:
+        >>> check_env_options("mage/Sokoban-meta-v0", ["max_steps", "num_boxs"])
+        Traceback (most recent call last):
+        ValueError: mage/Sokoban-meta-v0 takes no option 'num_boxs' (did you mean 'num_boxes'?); its options: width, height, num_boxes, max_steps, invalid_action, accept_bare, history_length, levels, render_mode, num_episodes, reward_mode, reflection, memory_budget, repeat_instance, include_summaries
+    """
+    accepted = env_options(env_id)
+    if accepted is None:
+        return
+    for name in options:
+        if name not in accepted:
+            raise ValueError(f"{env_id} takes no option {name!r}{did_you_mean(name, accepted)}; "
+                             f"its options: {', '.join(accepted)}")
 
 
 def game_of(env_id: str) -> str | None:

@@ -28,6 +28,10 @@ from typing import Any
 
 import numpy as np
 
+#: Per opponent, the meta-episodes whose every step the command-line evaluations keep
+#: (``mage eval``'s ``--transcript-steps``, ``mage train``'s evaluations): what ``mage view``
+#: replays, at a bounded size; every meta-episode's results are kept regardless.
+TRANSCRIPT_STEPS = 20
 
 def jsonable(value: Any) -> Any:
     """``value`` as plain JSON data (dataclasses as dicts, numpy scalars as numbers, else ``repr``)."""

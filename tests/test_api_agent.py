@@ -341,7 +341,7 @@ def test_one_eval_help_shows_every_flag_once(capsys):
         main(["eval", "--help"])
     text = capsys.readouterr().out
     for flag in ("--agent", "--model MODEL, --checkpoint MODEL", "--base-url", "--api-key-env", "--concurrency",
-                 "--meta-episodes", "--output-dir", "--prompting", "--resume", "--retries", "--timeout"):
+                 "--eval-meta-episodes", "--output-dir", "--prompting", "--resume", "--retries", "--timeout"):
         assert text.count(flag + " ") + text.count(flag + "\n") >= 1, flag
     assert "random,best-response,bayes,policy,react,reflexion,openai" in text and text.count("--output-dir OUTPUT_DIR") == 2
 

@@ -250,3 +250,38 @@ def test_mage_eval_plays_the_bayes_optimal_agent_with_the_opponents_as_its_prior
         assert saved["opponents"][name]["mean_return_by_episode"] == direct.opponents[name].mean_return_by_episode
     assert main(["eval", "--agent", "bayes", "--env", "mage/LeducPoker-meta-v0", "--meta-episodes", "1", "--quiet",
                  "--output-dir", str(tmp_path / "leduc")]) == 2   # solved for Kuhn Poker only: a clear error
+
+
+def test_the_progress_bar_says_when_the_oracles_run(capsys):
+    evaluate(RandomLegalAgent(seed=0), "mage/KuhnPoker-meta-v0", opponents=["aggressive", "nash"], meta_episodes=2,
+             progress=True)
+    shown = capsys.readouterr().err
+    for name in ("aggressive", "nash"):
+        assert f"oracle values against {name} (best response, equilibrium, deal-known)" in shown
+
+
+def test_mage_eval_keeps_the_steps_of_the_first_meta_episodes_by_default(tmp_path, capsys):
+    from mage_envs.transcripts import TRANSCRIPT_STEPS
+
+    flags = ["eval", "--agent", "random", "--opponents", "aggressive,nash", "--meta-episodes", str(TRANSCRIPT_STEPS + 2),
+             "--no-oracle", "--quiet"]
+    assert main([*flags, "--output-dir", str(tmp_path / "default")]) == 0
+    records = [json.loads(line) for line in (tmp_path / "default" / "transcript_random.jsonl").read_text().splitlines()]
+    assert len(records) == 2 * (TRANSCRIPT_STEPS + 2)
+    assert sorted(r["index"] for r in records if r["steps"]) == sorted(2 * list(range(TRANSCRIPT_STEPS)))
+    assert main([*flags, "--output-dir", str(tmp_path / "all"), "--transcript-steps", "-1"]) == 0
+    everything = (tmp_path / "all" / "transcript_random.jsonl").read_text().splitlines()
+    assert all(json.loads(line)["steps"] for line in everything)
+
+
+def test_the_table_shows_the_deal_known_ceiling_and_the_share_of_it():
+    report = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=12, progress=False,
+                      make_agent=BestResponseAgent)
+    result = report.opponents["aggressive"]
+    header, _, row = report.table().splitlines()[1:4]
+    assert header.split()[-2:] == ["deal-known", "share"]
+    assert row.split()[-2:] == [f"{result.instance_optimal_value:+.3f}",
+                                f"{result.mean_return_by_episode[-1] / result.instance_optimal_value:.2f}"]
+    fresh = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=["aggressive"], meta_episodes=12, progress=False,
+                     make_agent=BestResponseAgent, env_kwargs={"repeat_instance": False})
+    assert "deal-known" not in fresh.table()   # fresh deals: no such ceiling

@@ -41,16 +41,23 @@ def _imports(path: Path) -> set[str]:
 
 
 def test_dependencies_point_one_way():
-    """Game facts import nothing of MAGE; the envs in games/ never import an archetype
-    module or the opponent registry (only the Opponent protocol and Population they run);
-    archetype modules never import the registry, which loads their tables by name."""
-    games = ROOT / "mage_envs" / "games"
-    assert _imports(ROOT / "mage_envs/games/engine.py") >= {"mage_envs.games.facts", "mage_envs.opponents.base"}
-    for path in (games / "facts").glob("*.py"):
+    """Layers, each importing only the ones before it: game facts (nothing of MAGE), the
+    opponents (facts and core only), the envs in games/ (the Opponent protocol and
+    Population they run, never an archetype module or the registry); archetype modules
+    never import the registry, which loads their tables by name."""
+    envs = ROOT / "mage_envs"
+    assert _imports(envs / "games/engine.py") >= {"mage_envs.facts", "mage_envs.opponents.base"}
+    assert _imports(envs / "opponents/registry.py") >= {"mage_envs.facts"}
+    facts = list((envs / "facts").glob("*.py"))
+    assert len(facts) == 4 and not (envs / "games" / "facts").exists()
+    for path in facts:
         assert _imports(path) == set(), path
+    for path in (envs / "opponents").glob("*.py"):
+        bad = {m for m in _imports(path) if not m.startswith(("mage_envs.core", "mage_envs.facts", "mage_envs.opponents"))}
+        assert not bad, f"opponents/{path.name} imports {bad}"
     allowed = {"mage_envs.opponents.base", "mage_envs.opponents.population"}
-    for path in games.glob("*.py"):
+    for path in (envs / "games").glob("*.py"):
         bad = {m for m in _imports(path) if m.startswith("mage_envs.opponents") and m not in allowed}
         assert not bad, f"{path.name} imports {bad}"
     for game in ("kuhn_poker", "leduc_poker", "tic_tac_toe"):
-        assert "mage_envs.opponents.registry" not in _imports(ROOT / f"mage_envs/opponents/{game}.py")
+        assert "mage_envs.opponents.registry" not in _imports(envs / f"opponents/{game}.py")

@@ -8,7 +8,7 @@ import pyspiel
 import pytest
 from gymnasium.utils.env_checker import check_env
 
-from mage_envs.games.facts.kuhn_poker import BET, JACK, KING, PASS, QUEEN
+from mage_envs.facts.kuhn_poker import BET, JACK, KING, PASS, QUEEN
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.opponents import Opponent, make_opponent
 from mage_envs.opponents.kuhn_poker import cfr_average_policy

@@ -109,3 +109,20 @@ def test_registry_doctest_leaves_the_registry_as_it_found_it():
     assert result.failed == 0 and result.attempted > 0
     assert {game: list(specs) for game, specs in registry._REGISTRY.items()} == before
     assert all(make_opponent("kuhn_poker", name).name == name for name in list_opponents("kuhn_poker"))
+
+
+def test_an_unknown_archetype_names_the_closest_ones_through_gym_make():
+    import gymnasium as gym
+
+    from mage_envs.opponents import UnknownOpponentError
+
+    with pytest.raises(ValueError) as raised:   # what a gym.make user catches
+        gym.make("mage/LeducPoker-meta-v0", opponent="agresive")
+    assert isinstance(raised.value, UnknownOpponentError) and isinstance(raised.value, KeyError)
+    message = str(raised.value)
+    assert message.startswith("no opponent 'agresive' for game 'leduc_poker' (did you mean 'aggressive'?); known: ")
+    assert message.endswith(", ".join(sorted(list_opponents("leduc_poker"))))
+    with pytest.raises(KeyError, match=r"^no opponents are registered for game 'kuhn' \(did you mean 'kuhn_poker'\?\)"):
+        make_opponent("kuhn", "nash")
+    with pytest.raises(KeyError, match=r"'nobody' for game 'kuhn_poker'; known"):  # nothing close: no guess
+        make_opponent("kuhn_poker", "nobody")

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mage_envs  # noqa: F401  (registers mage/TicTacToe-v0)
-from mage_envs.games.facts.tic_tac_toe import GAME, board_key, free_cells
+from mage_envs.facts.tic_tac_toe import GAME, board_key, free_cells
 from mage_envs.games.tic_tac_toe import TicTacToeEnv, draw_board
 from mage_envs.opponents import list_opponents, make_opponent, sample_action
 from mage_envs.opponents.base import ActionProbs, BotOpponent, PolicyOpponent

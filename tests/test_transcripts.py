@@ -134,3 +134,19 @@ def test_an_invalid_answer_that_ends_an_episode_is_counted(tmp_path):
     steps = json.loads(path.read_text().splitlines()[0])["steps"]
     applied = [s["invalid_action"]["applied"] for s in steps if s["phase"] == "act"]
     assert applied == ["retry", "retry", "forfeit"] * 3
+
+
+def test_a_bounded_transcript_keeps_the_first_meta_episodes_steps_and_every_result(tmp_path):
+    full, bounded = tmp_path / "full.jsonl", tmp_path / "bounded.jsonl"
+    straight = run(PromptHashAgent(), full)
+    assert run(PromptHashAgent(), bounded, transcript_steps=3) == straight
+    kept = {(r["opponent"], r["index"]): r for r in map(json.loads, full.read_text().splitlines())}
+    for record in map(json.loads, bounded.read_text().splitlines()):
+        whole = kept[record["opponent"], record["index"]]
+        assert record["steps"] == (whole["steps"] if record["index"] < 3 else [])
+        assert record.get("final_observation") == (whole["final_observation"] if record["index"] < 3 else None)
+        replay = ("steps", "final_observation")
+        assert {k: v for k, v in record.items() if k not in replay} == {k: v for k, v in whole.items() if k not in replay}
+    assert record["usage"]["completion_tokens"] == record["act_steps"] + 2   # two reflections: usage still summed
+    assert bounded.stat().st_size < full.stat().st_size / 3
+    assert run(PromptHashAgent(fail_after=0), bounded, transcript_steps=3) == straight   # resumed: nothing replayed

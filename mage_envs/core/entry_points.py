@@ -5,7 +5,7 @@ The env registry (:mod:`mage_envs.registration`) and the opponent registry
 imported only when it is needed and never has to import the registry that lists it.
 
 Example:
-    >>> load_entry_point("mage_envs.games.facts.kuhn_poker:CARD_NAMES")
+    >>> load_entry_point("mage_envs.facts.kuhn_poker:CARD_NAMES")
     ('Jack', 'Queen', 'King')
 """
 

@@ -39,9 +39,9 @@ import pyspiel
 from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
+from ..facts import load_game
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
-from .facts import load_game
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import pyspiel
 
+from ..facts.kuhn_poker import BET, CARD_NAMES, PASS
 from .base import OpenSpielTextEnv
-from .facts.kuhn_poker import BET, CARD_NAMES, PASS
 from .text import GameText
 
 _RULES = """You are playing Kuhn Poker, a two-player card game.

@@ -24,8 +24,8 @@ from __future__ import annotations
 
 import pyspiel
 
+from ..facts.leduc_poker import CALL, FOLD, RAISE, RANK_NAMES, card_rank
 from .base import OpenSpielTextEnv
-from .facts.leduc_poker import CALL, FOLD, RAISE, RANK_NAMES, card_rank
 from .text import GameText
 
 ANTE = 1

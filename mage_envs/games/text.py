@@ -31,7 +31,7 @@ import pyspiel
 
 from ..core.contract import clip_text
 from ..core.parsing import ParsedAction, answer_instruction, canonical_answers, parse_action, tag_suffix
-from .facts import load_game
+from ..facts import load_game
 
 __all__ = ["FORFEIT_LINE", "GameText", "accepted_answer"]
 

@@ -26,8 +26,8 @@ import functools
 
 import pyspiel
 
+from ..facts.tic_tac_toe import EMPTY, board_key, winning_line
 from .base import OpenSpielTextEnv
-from .facts.tic_tac_toe import EMPTY, board_key, winning_line
 from .text import GameText
 
 _RULES = """You are playing Tic-Tac-Toe against an opponent on a 3x3 board.

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 import pyspiel
 
-from ..games.facts.kuhn_poker import BET, PASS
-from ..games.facts.leduc_poker import FOLD
+from ..facts.kuhn_poker import BET, PASS
+from ..facts.leduc_poker import FOLD
 from ..games.kuhn_poker import KuhnPokerText
 from ..games.leduc_poker import LeducPokerText
 from .env import OpenSpielTensorEnv

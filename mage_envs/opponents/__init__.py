@@ -8,7 +8,15 @@ Example:
 
 from .base import BotOpponent, Opponent, PolicyOpponent, sample_action
 from .population import OpponentSpec, Population, as_population
-from .registry import archetype, list_opponents, load_game, make_opponent, register_opponent, unregister_opponent
+from .registry import (
+    UnknownOpponentError,
+    archetype,
+    list_opponents,
+    load_game,
+    make_opponent,
+    register_opponent,
+    unregister_opponent,
+)
 
 __all__ = [
     "BotOpponent",
@@ -16,6 +24,7 @@ __all__ = [
     "OpponentSpec",
     "PolicyOpponent",
     "Population",
+    "UnknownOpponentError",
     "archetype",
     "as_population",
     "list_opponents",

@@ -1,6 +1,6 @@
 """Kuhn Poker archetypes.
 
-OpenSpiel's Kuhn Poker (its facts: :mod:`mage_envs.games.facts.kuhn_poker`): cards 0=J,
+OpenSpiel's Kuhn Poker (its facts: :mod:`mage_envs.facts.kuhn_poker`): cards 0=J,
 1=Q, 2=K; actions 0=pass (check/fold), 1=bet (bet/call); an information state string is the card followed by the betting so far
 (``"2pb"``: holding the King, I passed and the opponent bet). Every archetype is a
 behaviour strategy over the four decision points of the game:
@@ -26,8 +26,8 @@ from typing import Callable
 
 import pyspiel
 
-from ..games.facts import load_game
-from ..games.facts.kuhn_poker import BET, GAME, PASS
+from ..facts import load_game
+from ..facts.kuhn_poker import BET, GAME, PASS
 from .base import ActionProbs, Archetype, PolicyOpponent, Split, tabulate_policy
 
 CardProbs = tuple[float, float, float]  # indexed by card J, Q, K

@@ -1,6 +1,6 @@
 """Leduc Poker archetypes.
 
-OpenSpiel's Leduc Poker (its facts: :mod:`mage_envs.games.facts.leduc_poker`): six cards, card ``c`` has rank ``c // 2`` (0=J, 1=Q, 2=K) and
+OpenSpiel's Leduc Poker (its facts: :mod:`mage_envs.facts.leduc_poker`): six cards, card ``c`` has rank ``c // 2`` (0=J, 1=Q, 2=K) and
 suit ``c % 2``; actions 0=fold, 1=call (a check when no bet is faced), 2=raise (a bet
 when no bet is faced). Fold is legal only when facing a bet and raise only while the
 round has had fewer than two bets. Each archetype reads what its information state
@@ -32,7 +32,7 @@ from typing import Any
 
 import pyspiel
 
-from ..games.facts.leduc_poker import CALL, FOLD, JACK, KING, NO_CARD, QUEEN, RAISE, card_rank
+from ..facts.leduc_poker import CALL, FOLD, JACK, KING, NO_CARD, QUEEN, RAISE, card_rank
 from .base import ActionProbs, Archetype, PolicyOpponent, Split
 
 POLICY_FILE = "leduc_cfr_policy.json"

@@ -21,11 +21,13 @@ Example:
 
 from __future__ import annotations
 
+import difflib
 import functools
 from dataclasses import dataclass
+from typing import Iterable
 
 from ..core.entry_points import load_entry_point
-from ..games.facts import load_game
+from ..facts import load_game
 from .base import Archetype, Opponent, OpponentFactory, Split
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "ArchetypeSpec",
     "OpponentFactory",
     "Split",
+    "UnknownOpponentError",
     "archetype",
     "list_opponents",
     "load_game",
@@ -102,14 +105,40 @@ def unregister_opponent(game: str, name: str) -> None:
     del _REGISTRY[game][name]
 
 
+class UnknownOpponentError(KeyError, ValueError):
+    """An archetype id (or game) the registry does not know; its message names the closest
+    registered ones. A ``KeyError`` for the registry's callers, a ``ValueError`` for
+    ``gym.make``'s, and printed as a plain sentence (a bare ``KeyError`` shows its quotes)."""
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 def archetype(game: str, name: str) -> ArchetypeSpec:
-    """The spec of a registered archetype, with a helpful error for unknown names."""
+    """The spec of a registered archetype; an unknown name raises
+    :class:`UnknownOpponentError` with the closest registered names.
+
+    Example:
+        >>> archetype("kuhn_poker", "agressive")
+        Traceback (most recent call last):
+        mage_envs.opponents.registry.UnknownOpponentError: no opponent 'agressive' for game 'kuhn_poker' (did you mean 'aggressive'?); known: aggressive, bluffer, calling-station, cfr-argmax, conservative, intermediate, maniac, nash, random
+    """
     _load_builtin()
+    if game not in _REGISTRY:
+        raise UnknownOpponentError(f"no opponents are registered for game {game!r}{_closest(game, _REGISTRY)}; "
+                                   f"games with opponents: {', '.join(sorted(_REGISTRY))}")
     try:
         return _REGISTRY[game][name]
     except KeyError:
-        known = ", ".join(sorted(_REGISTRY.get(game, {}))) or "none"
-        raise KeyError(f"no opponent {name!r} for game {game!r}; known: {known}") from None
+        known = ", ".join(sorted(_REGISTRY[game])) or "none"
+        raise UnknownOpponentError(f"no opponent {name!r} for game {game!r}{_closest(name, _REGISTRY[game])}; "
+                                   f"known: {known}") from None
+
+
+def _closest(word: str, names: Iterable[str]) -> str:
+    """``" (did you mean 'a' or 'b'?)"`` for up to three names close to ``word``, else ``""``."""
+    close = difflib.get_close_matches(str(word), list(names), n=3, cutoff=0.5)
+    return f" (did you mean {' or '.join(repr(c) for c in close)}?)" if close else ""
 
 
 def make_opponent(game: str, name: str) -> Opponent:

@@ -1,7 +1,7 @@
 """Tic-Tac-Toe archetypes.
 
 The game's facts (cells, marks, the *board key*, lines) are in
-:mod:`mage_envs.games.facts.tic_tac_toe`. Every policy here depends on the board only, so :class:`~mage_envs.opponents.base.PolicyOpponent`
+:mod:`mage_envs.facts.tic_tac_toe`. Every policy here depends on the board only, so :class:`~mage_envs.opponents.base.PolicyOpponent`
 caches it per board key (5,478 positions rather than ~300k move orders).
 
 Archetypes: ``random``; ``greedy`` (win, else block, else random); ``minimax`` (perfect
@@ -29,7 +29,7 @@ from typing import Callable
 
 import pyspiel
 
-from ..games.facts.tic_tac_toe import EMPTY, board_key, free_cells, mark_to_move, place, winning_line
+from ..facts.tic_tac_toe import EMPTY, board_key, free_cells, mark_to_move, place, winning_line
 from .base import ActionProbs, Archetype, BotOpponent, OpponentFactory, PolicyOpponent, Split
 
 #: ``preferred-cell-<name>``: (cell order, split, description).

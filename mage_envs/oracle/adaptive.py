@@ -31,8 +31,8 @@ import gymnasium as gym
 import numpy as np
 import pyspiel
 
+from ..facts import load_game
 from ..games.base import OpenSpielTextEnv
-from ..games.facts import load_game
 from ..games.kuhn_poker import KuhnPokerText
 from ..games.text import GameText
 from ..opponents.base import Opponent

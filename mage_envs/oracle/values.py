@@ -23,7 +23,7 @@ from collections.abc import Callable, Mapping, Sequence
 import pyspiel
 from open_spiel.python.algorithms import minimax
 
-from ..games.facts import load_game
+from ..facts import load_game
 from ..opponents.base import Opponent
 from ..opponents.population import OpponentSpec, as_population
 from ..opponents.registry import make_opponent

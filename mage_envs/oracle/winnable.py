@@ -30,8 +30,8 @@ from collections.abc import Callable, Iterator
 
 import pyspiel
 
+from ..facts import load_game
 from ..games.engine import ChanceStream
-from ..games.facts import load_game
 from ..opponents.base import Opponent
 from ..opponents.registry import make_opponent
 from .result import Seat, seats

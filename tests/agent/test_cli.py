@@ -1,6 +1,7 @@
 """`mage train` and `mage eval --agent policy|react|reflexion` end to end with a tiny budget."""
 
 import json
+from pathlib import Path
 
 from mage_envs.cli import main
 
@@ -23,10 +24,25 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert report["bayes_adaptive_value"] is None   # repeated deals: the deal-known ceiling applies
     printed = capsys.readouterr().out
     assert "gap to best response" in printed and "adaptation gain" in printed
+    for stage in ("untrained", "trained"):   # every run can be replayed: its evaluations keep transcripts
+        records = [json.loads(line) for line in (out / f"transcript_{stage}.jsonl").read_text().splitlines()]
+        assert sorted((r["opponent"], r["index"]) for r in records) == sorted(
+            (o, j) for o in report["opponents"] for j in range(4))
+        assert all(r["steps"] and r["settings"]["agent"] == stage for r in records)
 
     checkpoint = out / "checkpoints" / "iter-000002"
     assert main(["eval", "--checkpoint", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 0
     again = json.loads((out / "eval_policy.json").read_text())
+    # the run folder stands for its newest checkpoint
+    assert main(["eval", "--model", str(out), "--meta-episodes", "3", "--quiet", "--output-dir", str(tmp_path / "x")]) == 0
+    assert json.loads((tmp_path / "x" / "eval_policy.json").read_text()) == again
+    assert "mage: evaluating iter-000002, the newest checkpoint of" in capsys.readouterr().err
+    # by default a run's own settings: its final checkpoint gives its eval.json again, every number equal
+    assert main(["eval", "--model", str(out), "--quiet", "--output-dir", str(tmp_path / "again")]) == 0
+    assert json.loads((tmp_path / "again" / "eval_policy.json").read_text()) == {**report, "agent": "policy"}
+    documented = (Path(__file__).parents[2] / "docs" / "evaluation.md").read_text()
+    for key in [*report, *report["opponents"]["aggressive"]]:   # docs/evaluation.md lists every key
+        assert f"`{key}`" in documented, key
     assert again["opponents"]["maniac"]["meta_episodes"] == 3
     assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 6
     # the transcript is continued only when asked; resumed, nothing is replayed and the report is the same
@@ -129,3 +145,23 @@ def test_train_says_when_the_packed_forward_does_not_apply(tmp_path, capsys):
                  "--tensorboard", "false", "--activation-checkpointing", "true"])
     assert code == 0
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in capsys.readouterr().err
+
+
+def test_eval_of_a_checkpoint_shows_the_notes_train_shows_and_quiet_is_quiet(tmp_path, capfd):
+    out = tmp_path / "run"
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
+                 "--eval-meta-episodes", "2", "--output-dir", str(out), "--quiet", "--tensorboard", "false",
+                 "--activation-checkpointing", "true", "--heldout", "[]", "--checkpoint-every", "1"]) == 0
+    written = capfd.readouterr().err
+    # --quiet: no progress bar, transformers' own ones (writing the checkpoint's shards) included
+    assert "\r" not in written and "it/s" not in written and "Writing model shards" not in written, written
+    from transformers.utils import logging as hf_logging
+
+    assert hf_logging.is_progress_bar_enabled()   # restored after the command
+    trained = [line for line in written.splitlines() if line.startswith("mage: ")]
+    assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in trained
+    assert ("mage: oracle: the best non-adaptive value against the training population (conservative, aggressive, "
+            "intermediate)") in trained
+    assert main(["eval", "--model", str(out / "checkpoints" / "iter-000001"), "--quiet"]) == 0
+    evaluated = [line for line in capfd.readouterr().err.splitlines() if line.startswith("mage: ")]
+    assert sorted(set(evaluated)) == sorted(set(trained))

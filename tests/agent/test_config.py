@@ -1,6 +1,7 @@
 """The configuration a person reads: help for every field, Literal choices, errors that
 name the closest valid value, all raised when the config is built (before any model)."""
 
+import argparse
 import json
 import typing
 
@@ -8,7 +9,7 @@ import pytest
 
 from mage_agent import advantage, loss
 from mage_agent.build import population_of
-from mage_agent.cli import config_from_args, parse_train_args, train_parser
+from mage_agent.cli import FLAG_NAMES, config_from_args, parse_train_args, train_parser
 from mage_agent.config import (
     AGGREGATIONS,
     DTYPES,
@@ -29,7 +30,8 @@ from mage_envs.cli import main
 
 def _field_actions():
     parser = train_parser()
-    return parser, {action.dest: action for action in parser._actions if action.dest in field_index(TrainConfig())}
+    return parser, {action.dest: action for action in parser._actions
+                    if action.dest in field_index(TrainConfig()) and action.help != argparse.SUPPRESS}
 
 
 def test_every_field_has_a_one_line_help_shown_by_train_help(capsys):
@@ -44,7 +46,8 @@ def test_every_field_has_a_one_line_help_shown_by_train_help(capsys):
         main(["train", "--help"])
     shown = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at spaces and hyphens
     for name, (_, f) in index.items():
-        assert f"--{name.replace('_', '-')}" in shown and "".join(help_of(f).split()) in shown, name
+        flag = FLAG_NAMES.get(name, f"--{name.replace('_', '-')}")
+        assert flag in shown and "".join(help_of(f).split()) in shown, name
     assert "(default:0.28)" in shown and "choices:per-archetype,global,group" in shown
 
 
@@ -83,6 +86,9 @@ def test_flags_equal_to_the_defaults_give_the_default_config():
     ({"schedule": "cosin"}, "did you mean 'cosine'"),
     ({"learning_rte": 1.0}, "unknown setting 'learning_rte' .did you mean 'learning_rate'"),
     ({"env_id": "mage/KunhPoker-meta-v0"}, "unknown env_id .* .did you mean 'mage/KuhnPoker-meta-v0'"),
+    ({"env_options": {"prompt_styl": "compact"}},
+     "mage/KuhnPoker-meta-v0 takes no option 'prompt_styl' .did you mean 'prompt_style'..; its options: opponent, "),
+    ({"env_id": "mage/Sokoban-meta-v0", "env_options": {"max_step": 30}}, "did you mean 'max_steps'"),
 ])
 def test_bad_settings_are_refused_when_the_config_is_built(overrides, message):
     with pytest.raises(ValueError, match=message):
@@ -129,6 +135,10 @@ def test_train_answers_a_misspelling_before_any_work(argv, message, tmp_path, ca
 def test_eval_answers_a_misspelt_env_id_before_loading(tmp_path, capsys):
     assert main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KunhPoker-meta-v0"]) == 2
     assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err
+    assert main(["eval", "--checkpoint", str(tmp_path / "missing"), "--env", "mage/KuhnPoker-meta-v0",
+                 "--env-kwarg", "num_episode=2"]) == 2
+    assert "takes no option 'num_episode' (did you mean 'num_episodes'?)" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
 
 
 def test_every_example_config_loads_and_the_smollm2_one_trains_a_lora_on_action_tokens():
@@ -143,3 +153,32 @@ def test_every_example_config_loads_and_the_smollm2_one_trains_a_lora_on_action_
     smollm2 = configs["smollm2_kuhn"]
     assert smollm2.model.name_or_path == "smollm2-135m" and smollm2.model.lora and single_token(smollm2)
     assert smollm2.env.prompt_style == "full" and smollm2.run.checkpoint_every > 0
+
+
+def test_train_and_eval_share_flag_names_and_keep_the_old_ones_with_a_note(tmp_path, capsys):
+    flags = {option for action in train_parser()._actions if action.help != argparse.SUPPRESS
+             for option in action.option_strings}
+    for shared in ("--model", "--env-id", "--env-options", "--max-new-tokens", "--eval-meta-episodes", "--eval-seed"):
+        assert shared in flags
+    args = parse_train_args(train_parser(), ["--name-or-path", "tiny", "--env-id", "mage/TicTacToe-meta-v0"])
+    assert config_from_args(args).model.name_or_path == "tiny"
+    assert "mage: --name-or-path is deprecated: use --model" in capsys.readouterr().err
+    old = ["eval", "--agent", "random", "--opponents", "nash", "--env", "mage/KuhnPoker-meta-v0", "--meta-episodes", "2",
+           "--seed", "3", "--env-kwarg", "seat=0", "--no-oracle", "--quiet"]
+    new = ["eval", "--agent", "random", "--opponents", "nash", "--env-id", "mage/KuhnPoker-meta-v0",
+           "--eval-meta-episodes", "2", "--eval-seed", "3", "--env-options", '{"seat": 0}', "--no-oracle", "--quiet"]
+    assert main([*old, "--output-dir", str(tmp_path / "old")]) == 0
+    err = capsys.readouterr().err
+    for before, now in (("--env", "--env-id"), ("--meta-episodes", "--eval-meta-episodes"), ("--seed", "--eval-seed"),
+                        ("--env-kwarg", "--env-options")):
+        assert f"mage: {before} is deprecated: use {now}" in err
+    assert main([*new, "--output-dir", str(tmp_path / "new")]) == 0
+    assert "deprecated" not in capsys.readouterr().err
+    reports = [json.loads((tmp_path / d / "eval_random.json").read_text()) for d in ("old", "new")]
+    assert reports[0] == reports[1] and reports[0]["seed"] == 3 and reports[0]["env_kwargs"] == {"seat": 0}
+
+
+def test_eval_refuses_the_api_only_sampling_flags_for_a_local_model(tmp_path, capsys):
+    for flags in (["--temperature", "0.7"], ["--stop", "</action>"]):
+        assert main(["eval", "--agent", "policy", "--model", str(tmp_path / "missing"), *flags]) == 2
+        assert "--temperature and --stop apply to --agent openai only" in capsys.readouterr().err

@@ -27,6 +27,21 @@ def test_trainer_example_trains_evaluates_and_guards_its_output(tmp_path, script
     assert (out / "eval.json").read_bytes() == before  # the first run is kept
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("module", ["train_kuhn_poker", "train_tic_tac_toe"])
+def test_trainer_examples_take_the_cli_flags_with_their_meaning(tmp_path, module, capsys, monkeypatch):
+    monkeypatch.syspath_prepend(str(EXAMPLES))
+    example = __import__(module)
+    out = tmp_path / "run"
+    flags = ["--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2", "--tensorboard", "false",
+             "--output-dir", str(out), "--quiet"]
+    assert example.main([*flags, "--eval-meta-episodes", "0"]) == 0   # 0 skips the evaluation, as in `mage train`
+    assert not list(out.glob("eval*.json"))
+    with pytest.raises(SystemExit):
+        example.main([*flags, "--learning-rte", "1"])
+    assert "did you mean '--learning-rate'?" in capsys.readouterr().err
+
+
 def test_the_tic_tac_toe_pool_leaves_no_room_for_adaptation_across_games():
     # what the example's docstring says: one fixed policy best-responds to every opponent of its pool
     sys.path.insert(0, str(EXAMPLES))

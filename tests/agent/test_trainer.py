@@ -196,3 +196,13 @@ def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
     for key, value in whole_stats.items():
         assert split_stats[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
     assert whole_stats["clip_fraction"] > 0 and whole_stats["kl"] > 0
+
+
+def test_the_progress_bar_says_what_an_iteration_is_doing(tmp_path, capsys):
+    trainer = Trainer(run_config(tmp_path, "run", iterations=1, kl_coef=0.1, epochs=2), progress=True)
+    trainer.train()
+    shown = capsys.readouterr().err
+    turns = [int(line.split("collect: turn ")[1].split(",")[0]) for line in shown.split("\r") if "collect: turn " in line]
+    assert turns[0] == 1 and turns == sorted(turns) and turns[-1] >= 3   # three hands: three turns at least
+    assert "mage train [update: the reference model's log-probs]" in shown
+    assert "update: epoch 2/2, step 1/" in shown

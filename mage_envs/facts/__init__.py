@@ -1,7 +1,7 @@
 """Game facts: what the OpenSpiel engines define, for the envs and the opponents alike.
 
-One module per game (:mod:`~mage_envs.games.facts.kuhn_poker`,
-:mod:`~mage_envs.games.facts.leduc_poker`, :mod:`~mage_envs.games.facts.tic_tac_toe`):
+One module per game (:mod:`~mage_envs.facts.kuhn_poker`,
+:mod:`~mage_envs.facts.leduc_poker`, :mod:`~mage_envs.facts.tic_tac_toe`):
 action ids, card names, board helpers. They import ``pyspiel`` and nothing else of MAGE,
 so the envs (``mage_envs.games``) and the opponents (``mage_envs.opponents``) both read
 them and dependencies point one way: opponents import game facts, never the reverse.

@@ -1,5 +1,6 @@
 """Every registered id plays exactly as it did when ``tests/fixtures/golden_rollouts.json``
-was written (before the game facts moved to ``mage_envs.facts``): a seeded rollout of random
+was written (after the game facts moved to ``mage_envs.facts``, whose digests it kept, and the
+rules moved above the memory in the games' meta prompts, the only change then): a seeded rollout of random
 answers, hashed step by step (observations, rewards, flags and infos).
 
 Regenerate (only after a change that is meant to alter play):

@@ -33,6 +33,7 @@ from typing import Any
 import gymnasium as gym
 import pyspiel
 
+from ..games.base import OpenSpielTextEnv
 from ..games.engine import ChanceStream
 from ..games.facts import load_game
 from ..opponents.base import Opponent, decision_states
@@ -194,6 +195,8 @@ class PromptWalker:
             options = {"instances": instances + instances[-1:] * padding}
         obs, info = env.reset(seed=0, options=options)
         base = env.unwrapped
+        if not isinstance(base, OpenSpielTextEnv):
+            raise TypeError(f"{self.env_id!r} is not an OpenSpiel text env")
         for index, (seat, script) in enumerate(hands):
             last = index == len(hands) - 1
             while info.get("phase", "act") == "act" and info.get("episode_index", 0) == index:

@@ -204,6 +204,9 @@ class RunConfig:
         "help": "torch CPU threads (0: every core for a model of 10M parameters or more, else 1, fastest for the "
                 "embedded tiny model)"})
     tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs to <output_dir>/tensorboard"})
+    exploitability_every: int = field(default=50, metadata={
+        "help": "iterations between exact measurements of the first hand's NashConv and exploitability (Kuhn and "
+                "Leduc Poker with action tokens; also after the first and last iteration; 0: never)"})
 
 
 def help_of(f: dataclasses.Field) -> str:
@@ -257,7 +260,7 @@ class TrainConfig:
             raise ValueError("clip must be in [0, 1) and clip_high >= 0")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
-        for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):
+        for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads", "exploitability_every"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.algo.micro_batch_tokens < 0:

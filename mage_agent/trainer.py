@@ -41,6 +41,7 @@ from .build import base_model_path, build_policy, env_kwargs, population_of, res
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
+from .exploitability import ExploitabilityProbe
 from .loss import ppo_loss
 from .memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, available_bytes, micro_batches, padded_tokens
 from .policy import Policy
@@ -66,7 +67,7 @@ def earlier_run(output: Path) -> list[Path]:
 
 
 #: Settings that do not change what a run computes.
-NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every")
+NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every", "exploitability_every")
 
 
 def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
@@ -164,6 +165,7 @@ class Trainer:
                 lines = "".join(json.dumps(m) + "\n" for m in self.history)
                 (self.output / "metrics.jsonl").write_text(lines)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
+        self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
 
     def _claim_output(self, overwrite: bool) -> None:
         """Refuse an earlier run's folder (nothing is lost), or remove its files if ``overwrite``."""
@@ -198,6 +200,8 @@ class Trainer:
             stats = self.update(turns, advantages, iteration)
             metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
                                      time.perf_counter() - started)
+            if self._probe is not None and self._probe.due(iteration):
+                metrics.update(self._probe.measure(self.policy))
             self.log(metrics, bar)
             if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
                 self.save(iteration + 1)

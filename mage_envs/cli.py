@@ -10,6 +10,7 @@ Examples::
     mage eval --agent policy --model runs/kuhn/checkpoints/iter-000300
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
+    mage exploitability --model runs/kuhn       # exact NashConv of a checkpoint's first hand
 """
 
 from __future__ import annotations
@@ -170,6 +171,17 @@ class _MissingExtra(Exception):
     """An optional dependency the command needs is not installed."""
 
 
+def _cmd_exploitability(args: argparse.Namespace) -> int:
+    _agent_cli()  # the [agent] extra, or a clear error
+    from mage_agent.exploitability import exploitability_main
+
+    if args.env is not None:
+        check_env_id(args.env)
+    exploitability_main(args.model, env_id=args.env, output_dir=args.output_dir, later_hands=args.later_hands,
+                        eval_meta_episodes=args.eval_meta_episodes, progress=not args.quiet)
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from .server import ServerSettings, serve
@@ -245,6 +257,24 @@ def build_parser() -> argparse.ArgumentParser:
                      help="retries of a request after a timeout, a connection error, HTTP 429/5xx or a malformed "
                      "body, with exponential backoff (default: %(default)s)")
     ev.set_defaults(func=_cmd_eval)
+
+    ex = sub.add_parser("exploitability", help="the exact exploitability of a trained policy (Kuhn, Leduc)",
+                        description="Tabulate a checkpoint's policy at every information state (the env's own "
+                        "prompt, seat by seat, empty memory) from its action-token probabilities, and compute "
+                        "OpenSpiel's NashConv and exploitability. Writes exploitability.json, policy.json "
+                        "(information state -> action probabilities) and best_response.json (the best-response-to "
+                        "archetype's table). Needs the [agent] extra.")
+    ex.add_argument("--model", required=True, help="a checkpoint folder (.../checkpoints/iter-N), a run folder (its "
+                    "newest checkpoint) or tiny (the untrained embedded model)")
+    ex.add_argument("--env", default=None, help="environment id (default: the checkpoint's)")
+    ex.add_argument("--output-dir", default=None, help="(default: <run folder>/exploitability)")
+    ex.add_argument("--later-hands", action="store_true",
+                    help="also hand 2 given the memory of every hand 1 (Kuhn Poker): its exploitability and exact "
+                    "returns by hand per archetype")
+    ex.add_argument("--eval-meta-episodes", type=int, default=0,
+                    help="also play that many meta-episodes against best-response-to in the env (default: none)")
+    ex.add_argument("--quiet", action="store_true", help="no progress bar")
+    ex.set_defaults(func=_cmd_exploitability)
 
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, loopback only)")

@@ -161,7 +161,8 @@ def _table(game: str, entrant: Entrant, opponent: Entrant,
 
 def _opening_deals(game: pyspiel.Game) -> list[list[int]]:
     """Every sequence of chance outcomes before the first move (the private cards)."""
-    out, stack = [], [(game.new_initial_state(), [])]
+    out: list[list[int]] = []
+    stack: list[tuple[pyspiel.State, list[int]]] = [(game.new_initial_state(), [])]
     while stack:
         state, deal = stack.pop()
         if not state.is_chance_node():

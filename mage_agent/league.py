@@ -131,7 +131,7 @@ class League:
         tables: dict[str, Any] = {LEARNER: learner, **self.snapshots}
         tables.update({name: tabular.archetype_table(game, make_opponent(self.game, name)) for name in self.population})
         cut = {(name, s): seat_table(self.game, table, s) for name, table in tables.items() for s in (0, 1)}
-        return {a: {b: sum(match_value(self.game, tables[a], cut[b, 1 - s], s) for s in (0, 1)) / 2 for b in tables}
+        return {a: {b: sum(match_value(self.game, cut[a, s], cut[b, 1 - s], s) for s in (0, 1)) / 2 for b in tables}
                 for a in tables}
 
     def summary(self, learner: Mapping[str, Mapping[int, float]]) -> dict[str, Any]:

@@ -135,7 +135,8 @@ def round_robin(game: str, entrants: Sequence[Entrant], games: int = 100, seed: 
             variances = [sum((x - m) ** 2 for x in r) / (len(r) - 1) for r, m in zip(strata, means)]
             payoff[a][b] = sum(means) / len(means)
             ci95[a][b] = 1.96 * math.sqrt(sum(v / games for v in variances)) / len(means)
-            exact[a][b] = sum(match_value(game, table_a, seat_table(game, table_b, 1 - s), s) for s in seats("random")) / 2
+            exact[a][b] = sum(match_value(game, seat_table(game, table_a, s), seat_table(game, table_b, 1 - s), s)
+                              for s in seats("random")) / 2
     return TournamentResult(game, names, payoff, ci95, exact, _ratings(names, played, seed), games, seed)
 
 

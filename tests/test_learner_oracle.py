@@ -140,7 +140,8 @@ def test_later_hands_give_the_exact_returns_by_hand_of_a_memory_reading_agent():
 def test_best_response_opponent_gains_the_nash_conv():
     table = tabulate(first_hand_prompts(KUHN, KWARGS), uniform)
     br = best_response_opponent("kuhn_poker", table)
-    gains = [-match_value("kuhn_poker", table, seat_table("kuhn_poker", br.table, 1 - s), s) for s in (0, 1)]
+    gains = [-match_value("kuhn_poker", seat_table("kuhn_poker", table, s), seat_table("kuhn_poker", br.table, 1 - s), s)
+             for s in (0, 1)]
     assert sum(gains) == pytest.approx(policy_report("kuhn_poker", table)["nash_conv"], abs=1e-12)
     register_best_response("kuhn_poker", table)
     try:

@@ -67,12 +67,12 @@ def seat_table(game_string: str, table: Mapping[str, Mapping[int, float]], seat:
     return {key: probs for key, probs in tabular.complete_table(load_game(game_string), table).items() if key in keys}
 
 
-def match_value(game_string: str, table: Mapping[str, Mapping[int, float]], opponent: tabular.PolicyTable,
-                seat: int, start: pyspiel.State | None = None) -> float:
-    """Expected return of ``table`` in ``seat`` against the other seat's ``opponent`` table,
-    from ``start`` (default: the root)."""
+def match_value(game_string: str, own: tabular.PolicyTable, opponent: tabular.PolicyTable, seat: int,
+                start: pyspiel.State | None = None) -> float:
+    """Expected return of the ``own`` table in ``seat`` against the other seat's ``opponent``
+    table (both cut to their seat: :func:`seat_table`), from ``start`` (default: the root)."""
     game = load_game(game_string)
-    joint = pyspiel.TabularPolicy({**seat_table(game_string, table, seat), **opponent})
+    joint = pyspiel.TabularPolicy({**own, **opponent})
     state = game.new_initial_state() if start is None else start
     return float(pyspiel.expected_returns(state, joint, -1, True)[seat])
 
@@ -90,10 +90,10 @@ def policy_report(game_string: str, table: Mapping[str, Mapping[int, float]],
     averaged over the seats of ``seat``."""
     game = load_game(game_string)
     root = game.new_initial_state()
-    against_br = [-float(tabular.best_response(game, 1 - s, seat_table(game_string, table, s)).value_from_state(root))
-                  for s in (0, 1)]
+    own = {s: seat_table(game_string, table, s) for s in (0, 1)}
+    against_br = [-float(tabular.best_response(game, 1 - s, own[s]).value_from_state(root)) for s in (0, 1)]
     played = seats(seat)
-    values = {name: sum(match_value(game_string, table, archetype_table(game_string, name, 1 - s), s)
+    values = {name: sum(match_value(game_string, own[s], archetype_table(game_string, name, 1 - s), s)
                         for s in played) / len(played) for name in archetypes}
     return {
         "nash_conv": tabular.nash_conv(game, table),
@@ -134,19 +134,21 @@ def later_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, 
     for (s, h), block in zip(cases, prompts):
         table = {p.key: next(tables) for p in block}
         exploitability = tabular.exploitability(game, table)
+        own = {s2: seat_table(game_string, table, s2) for s2 in (0, 1)}
         reach = {o: _reach(game, first, opponents[o][s], s, h) / len(played) for o in population}
         if repeat_instance:
-            values = {o: match_value(game_string, table, opponents[o][s], s, _dealt(game, h)) for o in population}
+            values = {o: match_value(game_string, own[s], opponents[o][s], s, _dealt(game, h)) for o in population}
         else:
-            values = {o: sum(match_value(game_string, table, opponents[o][s2], s2) for s2 in played) / len(played)
+            values = {o: sum(match_value(game_string, own[s2], opponents[o][s2], s2) for s2 in played) / len(played)
                       for o in population}
         for o in population:
             second_value[o] += reach[o] * values[o]
             second_expl[o] += reach[o] * exploitability
         rows.append({"seat": s, "history": h, "memory": block[0].observation.split("\n\n[Episode")[0],
                      "exploitability": exploitability, "value": values, "reach": reach})
+    first_own = {s: seat_table(game_string, first, s) for s in played}
     for o in population:
-        first_value[o] = sum(match_value(game_string, first, opponents[o][s], s) for s in played) / len(played)
+        first_value[o] = sum(match_value(game_string, first_own[s], opponents[o][s], s) for s in played) / len(played)
     weight = sum(population.values())
     return {
         "hand": 2,

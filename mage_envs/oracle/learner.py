@@ -40,8 +40,8 @@ from .prompts import PromptWalker, Scorer, StatePrompt, first_hand_prompts, term
 from .result import seats
 
 __all__ = [
-    "BEST_RESPONSE_NAME", "best_response_opponent", "first_hand_prompts", "later_hand_report", "policy_report",
-    "register_best_response", "tabulate",
+    "BEST_RESPONSE_NAME", "archetype_table", "best_response_opponent", "first_hand_prompts", "later_hand_report",
+    "match_value", "policy_report", "register_best_response", "seat_keys", "seat_table", "tabulate",
 ]
 
 #: The archetype id of the best response to a learner's table.

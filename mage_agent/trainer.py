@@ -7,6 +7,10 @@ into group-relative advantages (centred on the copies of the same seed and arche
 optionally scaled per archetype), and takes ``epochs`` passes of PPO-clip minibatch
 updates (DAPO's clip-higher by default).
 
+Every ``exploitability_every`` iterations the first hand's exact exploitability is logged
+(:mod:`mage_agent.exploitability`); a ``league`` run adds frozen snapshots of the learner to
+the opponent population (:mod:`mage_agent.league`).
+
 Under ``torchrun`` each process plays an equal share of the groups and the statistics and
 gradients are pooled over processes (:mod:`mage_agent.distributed`); rank 0 writes the logs
 and checkpoints.
@@ -173,6 +177,8 @@ class Trainer:
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
         self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
         self.league = self._league(checkpoint_extras)
+        #: tabulates the snapshots of a league run (its prompts built once)
+        self._snapshots = ExploitabilityProbe(config) if self.league is not None else None
 
     def _league(self, extras: dict[str, Any]) -> League | None:
         """The league of a ``league`` run (restored from a checkpoint's ``extras``), its
@@ -188,7 +194,6 @@ class Trainer:
                         settings.league_sampling, settings.league_pfsp_power)
         if "league" in extras:
             league.load_state_dict(extras["league"])
-        self._snapshotter = ExploitabilityProbe(self.config)
         self._install(league)
         return league
 
@@ -199,12 +204,12 @@ class Trainer:
     def _league_step(self, iteration: int, batch: RolloutBatch) -> dict[str, Any]:
         """Record the iteration's results; take a snapshot when due (``league.json``: the
         members, weights, win rates, ratings and payoff matrix); the league's metrics."""
-        league = self.league
-        assert league is not None
+        league, snapshots = self.league, self._snapshots
+        assert league is not None and snapshots is not None
         league.record(batch.opponents, batch.episode_successes, [r[-1] for r in batch.episode_returns])
         metrics: dict[str, Any] = {}
         if league.due(iteration):
-            _, table = measure(self.policy, self.config, walker=self._snapshotter.walker)
+            _, table = measure(self.policy, self.config, walker=snapshots.walker)
             league.add_snapshot(iteration + 1, table)
             self._install(league)
             summary = league.summary(table)

@@ -10,7 +10,8 @@ oracles that see their opponent's table: ``best-response`` (the exact best respo
 opponent it meets) and ``bayes`` (the best response to the archetypes of the tournament,
 drawn equally likely: the Bayes-optimal agent's first hand). ``payoff[a][b]`` is ``a``'s mean
 return against ``b`` (stratified mean, ± ``ci95``), ``exact[a][b]`` its expected value;
-ratings are OpenSkill's (Plackett-Luce) over every game played.
+ratings are OpenSkill's (Plackett-Luce) over duplicate matches: a game and its twin with the
+seats swapped (the same deal and streams), won by whoever won more chips over the two.
 
 Example:
     >>> result = round_robin("kuhn_poker", [archetype_entrant("kuhn_poker", "nash"),
@@ -125,12 +126,11 @@ def round_robin(game: str, entrants: Sequence[Entrant], games: int = 100, seed: 
             table_b = _table(game, by_name[b], by_name[a], archetypes)
             strata = []
             for d, deal in enumerate(deals):
-                for s in (0, 1):
-                    returns = [_play(g, deal, [table_a, table_b] if s == 0 else [table_b, table_a],
-                                     _streams(seed, d, k))[s] for k in range(games)]
-                    strata.append(returns)
-                    if a < b:
-                        played += [(a, b, r) for r in returns]
+                pair = [[_play(g, deal, [table_a, table_b] if s == 0 else [table_b, table_a], _streams(seed, d, k))[s]
+                         for k in range(games)] for s in (0, 1)]
+                strata += pair
+                if a < b:   # duplicate matches: the same deal and streams from both seats
+                    played += [(a, b, first + second) for first, second in zip(*pair)]
             means = [sum(r) / len(r) for r in strata]
             variances = [sum((x - m) ** 2 for x in r) / (len(r) - 1) for r, m in zip(strata, means)]
             payoff[a][b] = sum(means) / len(means)
@@ -194,9 +194,9 @@ def _play(game: pyspiel.Game, deal: Sequence[int], tables: Sequence[Mapping[str,
     return list(state.returns())
 
 
-def _ratings(names: Sequence[str], games: Sequence[tuple[str, str, float]],
+def _ratings(names: Sequence[str], matches: Sequence[tuple[str, str, float]],
              seed: int) -> dict[str, dict[str, float]]:
-    """OpenSkill (Plackett-Luce) ratings over ``games`` (``a``, ``b``, ``a``'s return: its sign is
+    """OpenSkill (Plackett-Luce) ratings over matches (``a``, ``b``, ``a``'s chips: their sign is
     the result), taken in an order shuffled with ``seed``."""
     try:
         from openskill.models import PlackettLuce
@@ -204,7 +204,7 @@ def _ratings(names: Sequence[str], games: Sequence[tuple[str, str, float]],
         raise ImportError("tournament ratings need openskill: pip install openskill (in the [agent] extra)") from None
     model = PlackettLuce()
     ratings = {name: model.rating(name=name) for name in names}
-    order = list(games)
+    order = list(matches)
     random.Random(seed).shuffle(order)   # an online rating weighs late games most: no pair comes last as a block
     for a, b, result in order:
         ranks = [0.0, 0.0] if result == 0 else [0.0, 1.0] if result > 0 else [1.0, 0.0]

@@ -204,7 +204,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
 
             policy, config, _ = load_run(name, args.env)
             _, table = measure(policy, config)
-            entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table))
+            entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table, in_prior=False))
         else:
             raise ValueError(f"{name!r} is neither an archetype of {game} ({', '.join(known)}), "
                              f"{' nor '.join(ORACLES)}, nor a checkpoint folder")

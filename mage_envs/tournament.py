@@ -49,11 +49,14 @@ ORACLES = ("best-response", "bayes")
 
 @dataclass(frozen=True)
 class Entrant:
-    """A tournament player: a ``table`` over both seats (``kind="table"``) or an oracle."""
+    """A tournament player: a ``table`` over both seats (``kind="table"``) or an oracle.
+    ``in_prior``: a table entrant that is one of the archetypes the ``bayes`` oracle expects
+    (a checkpoint is not)."""
 
     name: str
     table: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
     kind: str = "table"
+    in_prior: bool = True
 
     def __post_init__(self) -> None:
         if self.kind not in ("table", *ORACLES):
@@ -111,7 +114,7 @@ def round_robin(game: str, entrants: Sequence[Entrant], games: int = 100, seed: 
         raise ValueError("games must be >= 2 (a confidence interval needs a spread)")
     g = load_game(game)
     by_name = {e.name: e for e in entrants}
-    archetypes = [e for e in entrants if e.kind == "table"]
+    archetypes = [e for e in entrants if e.kind == "table" and e.in_prior]
     deals = _opening_deals(g)
     payoff: dict[str, dict[str, float]] = {a: {} for a in names}
     ci95: dict[str, dict[str, float]] = {a: {} for a in names}
@@ -149,7 +152,7 @@ def _table(game: str, entrant: Entrant, opponent: Entrant,
     if entrant.kind == "best-response":
         return best_response_opponent(game, opponent.table).table
     if not archetypes:
-        raise ValueError("the bayes entrant needs table entrants: its prior is theirs, equally likely")
+        raise ValueError("the bayes entrant needs archetype entrants: its prior is theirs, equally likely")
     members = [TableOpponent(e.name, e.table) for e in archetypes]
     weights = [1.0 / len(members)] * len(members)
     table: dict[str, dict[int, float]] = {}

@@ -50,3 +50,13 @@ def test_cli_writes_json_and_plot(tmp_path, capsys):
     assert (tmp_path / "tournament.png").stat().st_size > 0
     assert "ratings" in capsys.readouterr().out
     assert main(["tournament", "--agents", "nash,nobody", "--output-dir", str(tmp_path)]) == 2
+
+
+def test_bayes_best_responds_to_the_archetypes_in_its_prior_only():
+    nash, aggressive = archetype_entrant("kuhn_poker", "nash"), archetype_entrant("kuhn_poker", "aggressive")
+    outsider = Entrant("checkpoint", aggressive.table, in_prior=False)   # plays as aggressive, not in the prior
+    result = round_robin("kuhn_poker", [nash, outsider, Entrant("bayes", kind="bayes")], games=2)
+    # the prior is nash alone: bayes best-responds to nash, which earns the game value (0) against it
+    assert result.exact["bayes"]["nash"] == pytest.approx(0.0, abs=1e-12)
+    with_prior = round_robin("kuhn_poker", [nash, aggressive, Entrant("bayes", kind="bayes")], games=2)
+    assert with_prior.exact["bayes"]["aggressive"] != pytest.approx(result.exact["bayes"]["checkpoint"])

@@ -60,7 +60,7 @@ _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "gra
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png``).
-RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
+RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png", "league.json")
 
 
 def earlier_run(output: Path) -> list[Path]:

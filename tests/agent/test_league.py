@@ -10,7 +10,7 @@ import torch
 from mage_agent.config import TrainConfig, apply_overrides
 from mage_agent.exploitability import measure
 from mage_agent.league import LEARNER, League
-from mage_agent.trainer import Trainer
+from mage_agent.trainer import Trainer, earlier_run
 from mage_envs.opponents.table import TableOpponent
 
 LEAGUE_RUN = {"iterations": 4, "groups_per_iteration": 4, "group_size": 2, "checkpoint_every": 2,
@@ -68,6 +68,7 @@ def test_league_run_meets_its_snapshots_and_resumes_bit_identically(tmp_path, tr
         for b in matrix:
             assert matrix[a][b] == pytest.approx(-matrix[b][a], abs=1e-12)
     assert history[-1]["league_size"] == 2 and f"rating/{LEARNER}" in history[-1]
+    assert tmp_path / "straight" / "league.json" in earlier_run(tmp_path / "straight")   # --overwrite removes it
 
     train_until_killed(Trainer(league_config(tmp_path, "killed"), progress=False), "collect", 2)
     resumed = Trainer(league_config(tmp_path, "killed"), resume=True, progress=False)

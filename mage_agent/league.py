@@ -9,8 +9,9 @@ drawn from the archetypes (their weights scaled to ``1 - league_share``) and the
 multiplied by ``(1 - w) ** league_pfsp_power``, ``w`` being the learner's recent win rate
 against that member (prioritised fictitious self-play: the opponents it beats least are met
 most). :class:`League` keeps the members, the win counts (decayed by
-:data:`WIN_RATE_DECAY` each iteration), OpenSkill ratings fitted to every final hand of
-training (a snapshot starts at the learner's rating when it froze) and the exact payoff matrix
+:data:`WIN_RATE_DECAY` each iteration), OpenSkill ratings fitted to one match per member
+and iteration, the learner's mean final hand against it (a snapshot starts at the learner's
+rating when it froze) and the exact payoff matrix
 among members' first hands; all of it is in the checkpoint, so a resumed run is the same run.
 
 Example:
@@ -106,15 +107,19 @@ class League:
     # ------------------------------------------------------------------ results
     def record(self, opponents: Sequence[str], outcomes: Sequence[Sequence[bool]],
                final_returns: Sequence[float]) -> None:
-        """An iteration's meta-episodes: the opponent, the hands won, the final hand's return
-        (its sign is the rated result)."""
+        """An iteration's meta-episodes: the opponent, the hands won, the final hand's return.
+        Each member met plays one rated match against the learner: the sign of the learner's
+        mean final return against it (single hands would rate card luck)."""
         for name in self.wins:
             self.wins[name] *= WIN_RATE_DECAY
             self.games[name] *= WIN_RATE_DECAY
+        finals: dict[str, list[float]] = {}
         for name, won, final in zip(opponents, outcomes, final_returns):
             self.wins[name] = self.wins.get(name, 0.0) + sum(won)
             self.games[name] = self.games.get(name, 0.0) + len(won)
-            self._rate(name, final)
+            finals.setdefault(name, []).append(final)
+        for name, returns in finals.items():   # one match per member met: the mean over its meta-episodes
+            self._rate(name, sum(returns) / len(returns))
 
     def _rate(self, name: str, learner_return: float) -> None:
         learner = self._model.rating(*self.ratings[LEARNER], name=LEARNER)

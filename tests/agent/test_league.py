@@ -87,6 +87,7 @@ def test_pfsp_meets_most_the_member_it_beats_least():
     league = League("kuhn_poker", {"a": 1.0, "b": 1.0}, interval=1, pool_size=1, share=0.5, sampling="pfsp",
                     pfsp_power=2.0)
     league.record(["a"] * 10 + ["b"] * 10, [[True]] * 10 + [[False]] * 10, [1.0] * 10 + [-1.0] * 10)
+    assert league.ratings[LEARNER][1] < League("kuhn_poker", {}, 1, 1, 0.5, "uniform", 0.0).ratings[LEARNER][1]
     weights = league.weights()
     assert weights["b"] > weights["a"] and sum(weights.values()) == pytest.approx(1.0)
     # win rates with a one-win one-loss prior: 11/12 and 1/12

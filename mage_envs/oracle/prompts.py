@@ -6,8 +6,9 @@ there. :func:`first_hand_prompts` drives the real env (``gym.make`` of the run's
 arguments) to one history of each information state: the deal comes from an instance number
 whose chance stream deals it (:func:`instance_for`), the opponent's moves from a
 :class:`ScriptedOpponent`, the agent's from the history itself.
-:meth:`PromptWalker.table_prompts` does the same for a later hand of a meta-episode, after given earlier hands (whose summaries
-are then in the memory). Reflections are not supported: their text would be sampled.
+:meth:`PromptWalker.table_prompts` does the same for a later hand of a meta-episode, after
+given earlier hands (whose summaries are then in the memory). Reflections are not
+supported: their text would be sampled.
 
 Example:
     >>> prompts = first_hand_prompts("mage/KuhnPoker-meta-v0", {"reflection": False, "prompt_style": "compact"})

@@ -9,6 +9,7 @@ Example:
 from .base import BotOpponent, Opponent, PolicyOpponent, sample_action
 from .population import OpponentSpec, Population, as_population
 from .registry import archetype, list_opponents, load_game, make_opponent, register_opponent, unregister_opponent
+from .table import TableOpponent, load_table, save_table
 
 __all__ = [
     "BotOpponent",
@@ -16,12 +17,15 @@ __all__ = [
     "OpponentSpec",
     "PolicyOpponent",
     "Population",
+    "TableOpponent",
     "archetype",
     "as_population",
     "list_opponents",
     "load_game",
+    "load_table",
     "make_opponent",
     "register_opponent",
     "sample_action",
+    "save_table",
     "unregister_opponent",
 ]

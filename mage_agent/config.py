@@ -44,10 +44,14 @@ PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
 Schedule = Literal["constant", "linear", "cosine"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
+#: How a league draws its members: by fixed shares, or prioritised by the learner's losses.
+LeagueSampling = Literal["uniform", "pfsp"]
+LEAGUE_SAMPLINGS: tuple[str, ...] = get_args(LeagueSampling)
 
 __all__ = [
-    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
-    "SEATS", "AlgoConfig", "EnvConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig", "apply_overrides",
+    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "LEAGUE_SAMPLINGS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
+    "SEATS", "AlgoConfig", "EnvConfig", "LeagueConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig",
+    "apply_overrides",
     "choices_of", "did_you_mean", "field_index", "help_of", "load_config",
 ]
 
@@ -204,6 +208,26 @@ class RunConfig:
         "help": "torch CPU threads (0: every core for a model of 10M parameters or more, else 1, fastest for the "
                 "embedded tiny model)"})
     tensorboard: bool = field(default=True, metadata={"help": "write TensorBoard logs to <output_dir>/tensorboard"})
+    exploitability_every: int = field(default=50, metadata={
+        "help": "iterations between exact measurements of the first hand's NashConv and exploitability (Kuhn and "
+                "Leduc Poker with action tokens; also after the first and last iteration; 0: never)"})
+
+
+@dataclass
+class LeagueConfig:
+    """Frozen snapshots of the learner in the opponent population (Kuhn and Leduc Poker)."""
+
+    league: bool = field(default=False, metadata={
+        "help": "add frozen snapshots of the learner's first-hand policy to the opponent population"})
+    league_interval: int = field(default=100, metadata={"help": "iterations between snapshots"})
+    league_pool_size: int = field(default=4, metadata={"help": "snapshots kept (the oldest leaves first)"})
+    league_share: float = field(default=0.5, metadata={
+        "help": "share of the groups drawn against snapshots once there are some (the archetypes keep their "
+                "relative weights for the rest); in (0, 1)"})
+    league_sampling: LeagueSampling = field(default="uniform", metadata={
+        "help": "'uniform' (the shares above) or 'pfsp' (each weight times (1 - the learner's recent win rate "
+                "against that member) ** league_pfsp_power)"})
+    league_pfsp_power: float = field(default=2.0, metadata={"help": "pfsp's exponent (>= 0; 0 is uniform)"})
 
 
 def help_of(f: dataclasses.Field) -> str:
@@ -238,6 +262,7 @@ class TrainConfig:
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
     algo: AlgoConfig = field(default_factory=AlgoConfig)
     run: RunConfig = field(default_factory=RunConfig)
+    league: LeagueConfig = field(default_factory=LeagueConfig)
 
     def __post_init__(self) -> None:
         self.validate()
@@ -257,7 +282,7 @@ class TrainConfig:
             raise ValueError("clip must be in [0, 1) and clip_high >= 0")
         if self.rollout.group_size < 2:
             raise ValueError("group_size must be >= 2: advantages are relative to the group")
-        for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads"):
+        for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads", "exploitability_every"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
         if self.algo.micro_batch_tokens < 0:
@@ -268,6 +293,11 @@ class TrainConfig:
             raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
+        league = self.league
+        if league.league_interval < 1 or league.league_pool_size < 1 or league.league_pfsp_power < 0:
+            raise ValueError("league_interval and league_pool_size must be >= 1 and league_pfsp_power >= 0")
+        if not 0 < league.league_share < 1:
+            raise ValueError(f"league_share must be in (0, 1), got {league.league_share}")
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         check_env_id(self.env.env_id)

@@ -62,9 +62,29 @@ def plot_evaluation(report: dict[str, Any], path: Path) -> Path:
 
 
 def plot_training(metrics_path: Path, path: Path) -> Path:
-    """Training curves from ``metrics.jsonl``: return per episode index, entropy, KL."""
+    """Training curves from ``metrics.jsonl``: return per episode index, entropy, KL and, where
+    measured, the first hand's exact exploitability."""
     rows = [json.loads(line) for line in metrics_path.read_text().splitlines() if line.strip()]
-    fig, (ax_return, ax_entropy) = plt.subplots(1, 2, figsize=(11, 4))
+    measured = [r for r in rows if "exploitability" in r]
+    rated = sorted({key for r in rows for key in r if key.startswith("rating/")})
+    panels = 2 + bool(measured) + bool(rated)
+    fig, axes = plt.subplots(1, panels, figsize=(5.5 * panels, 4))
+    ax_return, ax_entropy = axes[0], axes[1]
+    if measured:
+        axes[2].plot([r["iteration"] for r in measured], [r["exploitability"] for r in measured], marker="o",
+                     label="exploitability (NashConv / 2)")
+        axes[2].set(title="First hand's exact exploitability", xlabel="iteration", ylabel="chips per hand", ylim=(0, None))
+        axes[2].legend()
+        axes[2].grid(alpha=0.3)
+    if rated:   # a league run: every member's rating while it is in the league
+        ax_rating = axes[-1]
+        for key in rated:
+            points = [(r["iteration"], r[key]) for r in rows if key in r]
+            ax_rating.plot([i for i, _ in points], _smooth([v for _, v in points]), label=key[7:],
+                           linewidth=2.2 if key == "rating/learner" else 0.9)
+        ax_rating.set(title="League ratings (OpenSkill ordinal, smoothed)", xlabel="iteration")
+        ax_rating.legend(fontsize=6)
+        ax_rating.grid(alpha=0.3)
     iterations = [r["iteration"] for r in rows]
     keys = sorted((k for k in rows[0] if k.startswith("return_ep")), key=lambda k: int(k[9:]))
     for key in keys:

@@ -31,6 +31,8 @@ from typing import Any, Callable
 import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the environments)
+from mage_envs.games.engine import OpenSpielGameEnv
+from mage_envs.opponents import Opponent, as_population
 
 from .agents import answer_prefixes, with_question
 from .policy import Policy, Sampling
@@ -187,6 +189,15 @@ class RolloutRunner:
         if info.get("phase", "act") != "act" or not info.get("legal_actions"):
             return None
         return policy.single_token_ids(info["legal_actions"])
+
+    def set_opponents(self, members: list[str | Opponent]) -> None:
+        """Make every env's opponent population ``members`` (archetype ids or instances), so
+        that a group may name any of them."""
+        for env in self.envs:
+            base = env.unwrapped
+            if not isinstance(base, OpenSpielGameEnv):
+                raise TypeError(f"{self.env_id!r} has no opponents")
+            base.population = as_population(base.game_string, members)
 
     def close(self) -> None:
         for env in self.envs:

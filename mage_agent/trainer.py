@@ -7,6 +7,10 @@ into group-relative advantages (centred on the copies of the same seed and arche
 optionally scaled per archetype), and takes ``epochs`` passes of PPO-clip minibatch
 updates (DAPO's clip-higher by default).
 
+Every ``exploitability_every`` iterations the first hand's exact exploitability is logged
+(:mod:`mage_agent.exploitability`); a ``league`` run adds frozen snapshots of the learner to
+the opponent population (:mod:`mage_agent.league`).
+
 Under ``torchrun`` each process plays an equal share of the groups and the statistics and
 gradients are pooled over processes (:mod:`mage_agent.distributed`); rank 0 writes the logs
 and checkpoints.
@@ -36,11 +40,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from mage_envs.opponents import Opponent
+from mage_envs.registration import game_of
+
 from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
 from .build import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of, threads_for
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
+from .exploitability import ExploitabilityProbe, measure, supported
+from .league import LEARNER, League
 from .loss import ppo_loss
 from .memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, available_bytes, micro_batches, padded_tokens
 from .policy import Policy
@@ -52,7 +61,7 @@ _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "gra
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
 #: ``transcript*.jsonl``).
-RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png")
+RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png", "league.json")
 
 
 def earlier_run(output: Path) -> list[Path]:
@@ -69,7 +78,7 @@ def earlier_run(output: Path) -> list[Path]:
 
 
 #: Settings that do not change what a run computes.
-NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every")
+NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every", "exploitability_every")
 
 
 def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
@@ -133,6 +142,7 @@ class Trainer:
         if not resume:
             self._claim_output(overwrite)
         checkpoint = latest_checkpoint(self.output / "checkpoints") if resume else None
+        checkpoint_extras: dict[str, Any] = {}
         if checkpoint is None and self.world.is_main:  # a resumed run that never saved starts over
             (self.output / "metrics.jsonl").unlink(missing_ok=True)
         if self.world.is_main:  # the embedded model is built once, by one process
@@ -164,10 +174,53 @@ class Trainer:
                               "continues with the new ones (schedules follow the new iterations)", stacklevel=2)
             self.start_iteration = state.iteration
             self.history = state.extras["history"]
+            checkpoint_extras = state.extras
             if self.world.is_main:  # a killed run may have logged iterations after its last checkpoint
                 lines = "".join(json.dumps(m) + "\n" for m in self.history)
                 (self.output / "metrics.jsonl").write_text(lines)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
+        self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
+        self.league = self._league(checkpoint_extras)
+        #: tabulates the snapshots of a league run (its prompts built once)
+        self._snapshots = ExploitabilityProbe(config) if self.league is not None else None
+
+    def _league(self, extras: dict[str, Any]) -> League | None:
+        """The league of a ``league`` run (restored from a checkpoint's ``extras``), its
+        snapshots in the envs' populations; ``None`` otherwise."""
+        settings = self.config.league
+        if not settings.league:
+            return None
+        reason = supported(self.config)
+        if reason is not None or self.world.size > 1:
+            raise ValueError(f"league: {reason or 'it runs in a single process for now (torchrun: leave it off)'}")
+        league = League(str(game_of(self.config.env.env_id)), self.population,
+                        settings.league_interval, settings.league_pool_size, settings.league_share,
+                        settings.league_sampling, settings.league_pfsp_power)
+        if "league" in extras:
+            league.load_state_dict(extras["league"])
+        self._install(league)
+        return league
+
+    def _install(self, league: League) -> None:
+        members: list[str | Opponent] = [*env_kwargs(self.config)["opponent"], *league.opponents()]
+        self.runner.set_opponents(members)
+
+    def _league_step(self, iteration: int, batch: RolloutBatch) -> dict[str, Any]:
+        """Record the iteration's results; take a snapshot when due (``league.json``: the
+        members, weights, win rates, ratings and payoff matrix); the league's metrics."""
+        league, snapshots = self.league, self._snapshots
+        assert league is not None and snapshots is not None
+        league.record(batch.opponents, batch.episode_successes, [r[-1] for r in batch.episode_returns])
+        metrics: dict[str, Any] = {}
+        if league.due(iteration):
+            _, table = measure(self.policy, self.config, walker=snapshots.walker)
+            league.add_snapshot(iteration + 1, table)
+            self._install(league)
+            summary = league.summary(table)
+            (self.output / "league.json").write_text(json.dumps({"iteration": iteration + 1, **summary}, indent=1))
+            metrics.update({f"payoff/{name}": value for name, value in summary["payoff_matrix"][LEARNER].items()
+                            if name != LEARNER})
+        return {**league.metrics(), **metrics}
 
     def _claim_output(self, overwrite: bool) -> None:
         """Refuse an earlier run's folder (nothing is lost), or remove its files if ``overwrite``."""
@@ -203,6 +256,10 @@ class Trainer:
             stats = self.update(turns, advantages, iteration)
             metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
                                      time.perf_counter() - started)
+            if self._probe is not None and self._probe.due(iteration):
+                metrics.update(self._probe.measure(self.policy))
+            if self.league is not None:
+                metrics.update(self._league_step(iteration, batch))
             self.log(metrics, bar)
             if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
                 self.save(iteration + 1)
@@ -222,14 +279,15 @@ class Trainer:
         base = (self.config.run.seed * 100_003 + iteration) * rollout.groups_per_iteration
         if draw:
             base = _REFILL_SEEDS + (base * self.config.algo.max_sampling_draws + draw) * rollout.groups_per_iteration
-        if self.population:
-            ids, weights = zip(*self.population.items())
+        population = self.population if self.league is None else self.league.weights()
+        if population:
+            ids, weights = zip(*population.items())
             probabilities = np.array(weights, dtype=float) / sum(weights)
             drawn = [ids[o] for o in rng.choice(len(ids), size=rollout.groups_per_iteration, p=probabilities)]
         else:  # a single-agent task: the group shares its instance only
             drawn = [None] * rollout.groups_per_iteration
         groups = [GroupSpec(seed=base + b, opponent=o) for b, o in enumerate(drawn)]
-        if self.population and rollout.group_opponents == "mixed":  # each copy draws its own archetype
+        if population and rollout.group_opponents == "mixed":  # each copy draws its own archetype
             copies = rng.choice(len(ids), size=(len(groups), rollout.group_size), p=probabilities)
             groups = [GroupSpec(g.seed, None, tuple(ids[o] for o in row)) for g, row in zip(groups, copies)]
         start, stop = self.shard
@@ -431,7 +489,8 @@ class Trainer:
     def save(self, iteration: int) -> Path:
         return save_checkpoint(
             self.output / "checkpoints", iteration, self.policy.model, self.policy.tokenizer,
-            self.optimizer, self.scheduler, self.config.to_dict(), {"history": self.history},
+            self.optimizer, self.scheduler, self.config.to_dict(),
+            {"history": self.history, **({"league": self.league.state_dict()} if self.league is not None else {})},
         )
 
     def _reference_logprobs(self, turns: list[Turn]) -> torch.Tensor:

@@ -11,6 +11,8 @@ Examples::
     mage eval --agent openai --base-url http://127.0.0.1:8000/v1 --model MODEL   # needs the [api] extra
     mage serve --port 8000 --token "$TOKEN"    # the envs over OpenEnv (needs the [serve] extra)
     mage view runs/kuhn --serve                # runs/kuhn/report.html, served on 127.0.0.1:8765
+    mage exploitability --model runs/kuhn       # exact NashConv of a checkpoint's first hand
+    mage tournament --agents nash,aggressive,best-response,bayes,runs/kuhn   # a round robin
 """
 
 from __future__ import annotations
@@ -233,6 +235,51 @@ def _cmd_view(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_exploitability(args: argparse.Namespace) -> int:
+    _agent_cli()  # the [agent] extra, or a clear error
+    from mage_agent.exploitability import exploitability_main
+
+    if args.env is not None:
+        check_env_id(args.env)
+    exploitability_main(args.model, env_id=args.env, output_dir=args.output_dir, later_hands=args.later_hands,
+                        eval_meta_episodes=args.eval_meta_episodes, progress=not args.quiet)
+    return 0
+
+
+def _cmd_tournament(args: argparse.Namespace) -> int:
+    from .registration import game_of
+    from .tournament import ORACLES, Entrant, archetype_entrant, plot_tournament, round_robin
+
+    check_env_id(args.env)
+    game = game_of(args.env)
+    if game not in ("kuhn_poker", "leduc_poker"):
+        raise ValueError(f"mage tournament plays Kuhn or Leduc Poker, not {args.env}")
+    known = list_opponents(game)
+    entrants = []
+    for name in [n.strip() for n in args.agents.split(",") if n.strip()]:
+        if name in ORACLES:
+            entrants.append(Entrant(name, kind=name))
+        elif name in known:
+            entrants.append(archetype_entrant(game, name))
+        elif Path(name).exists():
+            _agent_cli()
+            from mage_agent.exploitability import load_run, measure
+
+            policy, config, _ = load_run(name, args.env)
+            _, table = measure(policy, config)
+            entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table, in_prior=False))
+        else:
+            raise ValueError(f"{name!r} is neither an archetype of {game} ({', '.join(known)}), "
+                             f"{' nor '.join(ORACLES)}, nor a checkpoint folder")
+    result = round_robin(game, entrants, games=args.games, seed=args.seed)
+    output = Path(args.output_dir)
+    path = result.save(output / "tournament.json")
+    plot = plot_tournament(result, output / "tournament.png")
+    print(result.table())
+    print(f"saved {path} and {plot}")
+    return 0
+
+
 def _cmd_serve(args: argparse.Namespace) -> int:
     try:
         from .server import ServerSettings, serve
@@ -340,6 +387,37 @@ def build_parser() -> argparse.ArgumentParser:
     vw.add_argument("--port", type=int, default=8765, help="port with --serve (default: %(default)s; 0: any free one)")
     vw.add_argument("--allow-remote", action="store_true", help="allow a non-loopback --host")
     vw.set_defaults(func=_cmd_view)
+    ex = sub.add_parser("exploitability", help="the exact exploitability of a trained policy (Kuhn, Leduc)",
+                        description="Tabulate a checkpoint's policy at every information state (the env's own "
+                        "prompt, seat by seat, empty memory) from its action-token probabilities, and compute "
+                        "OpenSpiel's NashConv and exploitability. Writes exploitability.json, policy.json "
+                        "(information state -> action probabilities) and best_response.json (the best-response-to "
+                        "archetype's table). Needs the [agent] extra.")
+    ex.add_argument("--model", required=True, help="a checkpoint folder (.../checkpoints/iter-N), a run folder (its "
+                    "newest checkpoint) or tiny (the untrained embedded model)")
+    ex.add_argument("--env-id", "--env", dest="env", default=None, help="environment id (default: the checkpoint's)")
+    ex.add_argument("--output-dir", default=None, help="(default: <run folder>/exploitability)")
+    ex.add_argument("--later-hands", action="store_true",
+                    help="also hand 2 given the memory of every hand 1 (Kuhn Poker): its exploitability and exact "
+                    "returns by hand per archetype")
+    ex.add_argument("--eval-meta-episodes", type=int, default=0,
+                    help="also play that many meta-episodes against best-response-to in the env (default: none)")
+    ex.add_argument("--quiet", action="store_true", help="no progress bar")
+    ex.set_defaults(func=_cmd_exploitability)
+
+    tr = sub.add_parser("tournament", help="a round robin among agents on Kuhn or Leduc Poker: payoffs, ratings",
+                        description="Every agent plays every other from both seats over stratified deals (each "
+                        "opening deal the same number of times): the payoff matrix with 95%% CIs and its exact "
+                        "values, OpenSkill ratings, tournament.json and tournament.png. Checkpoints play their "
+                        "first-hand policy, tabulated (the [agent] extra).")
+    tr.add_argument("--agents", required=True,
+                    help="comma-separated: archetype ids, best-response (the best response to each opponent), bayes "
+                    "(the best response to the listed archetypes, equally likely), checkpoint or run folders")
+    tr.add_argument("--env-id", "--env", dest="env", default=DEFAULT_ENV, help="environment id (default: %(default)s)")
+    tr.add_argument("--games", type=int, default=100, help="games per opening deal and seat (default: %(default)s)")
+    tr.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
+    tr.add_argument("--output-dir", default="runs/tournament", help="(default: %(default)s)")
+    tr.set_defaults(func=_cmd_tournament)
 
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
     sv.add_argument("--host", default="127.0.0.1", help="address to bind (default: %(default)s, loopback only)")

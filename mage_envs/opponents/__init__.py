@@ -17,6 +17,7 @@ from .registry import (
     register_opponent,
     unregister_opponent,
 )
+from .table import TableOpponent, load_table, save_table
 
 __all__ = [
     "BotOpponent",
@@ -25,12 +26,15 @@ __all__ = [
     "PolicyOpponent",
     "Population",
     "UnknownOpponentError",
+    "TableOpponent",
     "archetype",
     "as_population",
     "list_opponents",
     "load_game",
+    "load_table",
     "make_opponent",
     "register_opponent",
     "sample_action",
+    "save_table",
     "unregister_opponent",
 ]

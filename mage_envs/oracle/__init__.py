@@ -9,6 +9,8 @@
   ceilings of repeat-instance meta-episodes (the deal known after earlier episodes);
 * :func:`bayes_adaptive_value` — the return ceiling of fresh-deal meta-episodes: the
   Bayes-optimal agent, which learns the archetype from earlier hands (Kuhn Poker);
+* :mod:`mage_envs.oracle.learner` — the exact exploitability of a text policy, tabulated at
+  every information state from the env's own prompts (:mod:`mage_envs.oracle.prompts`);
 * reference agents :class:`RandomLegalAgent`, :class:`BestResponseAgent`,
   :class:`BayesAdaptiveAgent` (plays :func:`bayes_adaptive_value` in the real env) and
   :class:`BayesFinalHand` (another agent's earlier hands, the Bayes agent's final one).

@@ -33,7 +33,7 @@ from typing import Any
 
 from openskill.models import PlackettLuce
 
-from mage_envs.games.facts import load_game
+from mage_envs.facts import load_game
 from mage_envs.opponents.registry import make_opponent
 from mage_envs.opponents.table import Table, TableOpponent
 from mage_envs.oracle import tabular

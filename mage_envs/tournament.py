@@ -35,7 +35,7 @@ from typing import Any
 
 import pyspiel
 
-from .games.facts import load_game
+from .facts import load_game
 from .opponents.base import sample_action
 from .opponents.registry import make_opponent
 from .opponents.table import TableOpponent

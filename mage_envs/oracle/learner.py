@@ -31,7 +31,7 @@ from typing import Any
 import pyspiel
 
 from ..core.contract import Seat
-from ..games.facts import load_game
+from ..facts import load_game
 from ..opponents.base import decision_states
 from ..opponents.registry import make_opponent, register_opponent
 from ..opponents.table import Table, TableOpponent

@@ -34,9 +34,9 @@ from typing import Any
 import gymnasium as gym
 import pyspiel
 
+from ..facts import load_game
 from ..games.base import OpenSpielTextEnv
 from ..games.engine import ChanceStream
-from ..games.facts import load_game
 from ..opponents.base import Opponent, decision_states
 from ..registration import game_of
 

@@ -90,7 +90,7 @@ def run_variant(name: str, iterations: int) -> dict[str, Any]:
         import torch
 
         threads = torch.get_num_threads()
-        stages.timed(trainer.policy, "generate", "sampling")
+        stages.timed(trainer.sampler, "generate", "sampling")
         stages.timed(trainer, "collect", "rollout rest")
         stages.timed(trainer.policy, "completion_logprobs", "scoring")
         stages.timed(trainer, "update", "update rest")

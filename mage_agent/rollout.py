@@ -3,9 +3,9 @@
 Every copy in a group shares its seed and opponent archetype (the GRPO/GiGPO group). At
 each turn, every pending prompt — acting and reflecting alike — goes into one batched
 ``generate`` call of the :class:`~mage_agent.sampling.Sampler` (by default the policy's own
-:class:`~mage_agent.sampling.TorchSampler`). Each turn records its prompt and completion tokens, log-probs, the
-reward that followed, whether the answer was invalid, the phase, the episode index and
-the opponent archetype.
+:class:`~mage_agent.sampling.TorchSampler`). Each turn records its prompt and completion
+tokens, log-probs, the reward that followed, whether the answer was invalid, the phase, the
+episode index and the opponent archetype.
 
 With ``action_tokens=True`` (for small models whose vocabulary holds every action name as
 one token) an acting turn samples a single token among the legal action names; the env

@@ -79,13 +79,14 @@ def wilson(successes: int, n: int) -> tuple[float, float]:
 
 def measure(policy, prompts: list[tuple[str, list[str]]], instruction: dict[str, str], temperature: float,
             max_new_tokens: int, stop: tuple[str, ...], seed: int) -> dict:
-    from mage_agent.policy import Sampling
+    from mage_agent.sampling import Sampling, TorchSampler
 
     policy.system_prompt = instruction["system"]  # forgets the prompts encoded with the previous one
     texts = [p + instruction["suffix"].format(options=" or ".join(legal)) for p, legal in prompts]
     start = time.perf_counter()
-    generations = policy.generate(texts, Sampling(temperature=temperature, max_new_tokens=max_new_tokens, stop=stop,
-                                                  batch_size=16), seed=seed, prefixes=[instruction["prefix"]] * len(texts))
+    generations = TorchSampler(policy).generate(
+        texts, Sampling(temperature=temperature, max_new_tokens=max_new_tokens, stop=stop, batch_size=16), seed=seed,
+        prefixes=[instruction["prefix"]] * len(texts))
     seconds = time.perf_counter() - start
     reasons: dict[str, int] = {}
     valid = 0

@@ -2,7 +2,7 @@
 
 Each variant trains ``--iterations`` iterations of 3-hand Kuhn Poker meta-episodes against
 the three training styles (the ``full`` prompt, memory, action tokens) in a process of its
-own, so that its peak resident memory is its own. Stages: sampling (the policy's generate
+own, so that its peak resident memory is its own. Stages: sampling (the sampler's generate
 calls), the rest of the rollout (environment steps, prompts), scoring (the update's forward
 passes) and the rest of the update (backward passes, optimizer steps). Memory is sampled
 every 20 ms and reported as the peak resident set per stage. The machine may be shared:
@@ -90,7 +90,7 @@ def run_variant(name: str, iterations: int) -> dict[str, Any]:
         import torch
 
         threads = torch.get_num_threads()
-        stages.timed(trainer.policy, "generate", "sampling")
+        stages.timed(trainer.sampler, "generate", "sampling")
         stages.timed(trainer, "collect", "rollout rest")
         stages.timed(trainer.policy, "completion_logprobs", "scoring")
         stages.timed(trainer, "update", "update rest")

@@ -75,8 +75,8 @@ def train(config: TrainConfig) -> Run:
     """Train ``config``, timing each iteration's sampling calls, the rest of its rollout and its update."""
     trainer = Trainer(config, progress=False)
     run = Run([], {"sampling": [], "rollout rest": [], "update": []})
-    sampling = [0.0]   # seconds in the policy's generate calls so far
-    timed(trainer.policy, "generate", lambda seconds: sampling.__setitem__(0, sampling[0] + seconds))
+    sampling = [0.0]   # seconds in the sampler's generate calls so far
+    timed(trainer.sampler, "generate", lambda seconds: sampling.__setitem__(0, sampling[0] + seconds))
 
     def rollout(seconds: float) -> None:
         run.stages["sampling"].append(sampling[0])

@@ -1,13 +1,15 @@
 """Agents built on a :class:`~mage_agent.policy.Policy`, for the ``mage_envs`` harness.
 
 * :class:`PolicyAgent` — the trained (or untrained) model, answering a whole batch of
-  prompts with one ``generate`` call (the harness plays meta-episodes in lockstep);
+  prompts with one ``generate`` call of its :class:`~mage_agent.sampling.Sampler` (the
+  harness plays meta-episodes in lockstep);
 * :func:`react_agent`, :func:`reflexion_agent` — the paper's prompting baselines for any
   model with frozen weights: ReAct (think, then act) and Reflexion (reflection memory).
 
 Example:
     >>> from mage_agent.tiny import build_model, build_tokenizer
-    >>> from mage_agent.policy import Policy, Sampling
+    >>> from mage_agent.policy import Policy
+    >>> from mage_agent.sampling import Sampling
     >>> tok = build_tokenizer(["check bet"])
     >>> agent = PolicyAgent(Policy(build_model(tok), tok), Sampling(max_new_tokens=1), action_tokens=True)
     >>> agent.act_batch(["check or bet?"], [{"legal_actions": ["check", "bet"], "phase": "act"}])[0] in ("check", "bet")
@@ -21,11 +23,13 @@ from typing import Any
 
 from mage_envs.agents.prompting import REACT_INSTRUCTIONS, REFLEXION_INSTRUCTIONS
 
-from .policy import Policy, Sampling
+from .policy import Policy
+from .sampling import Sampler, Sampling, TorchSampler
 
 
 class PolicyAgent:
-    """Answers prompts with a policy; ``act_batch`` makes one batched generate call."""
+    """Answers prompts with a policy; ``act_batch`` makes one batched generate call of
+    ``sampler`` (default: ``TorchSampler(policy)``)."""
 
     def __init__(
         self,
@@ -37,11 +41,13 @@ class PolicyAgent:
         name: str = "policy",
         answer_prefix: str = "",
         answer_question: bool = False,
+        sampler: Sampler | None = None,
     ) -> None:
         """``instructions`` are appended to acting prompts; in free text, ``answer_question``
         closes them with :data:`ANSWER_QUESTION` and ``answer_prefix`` starts the answers.
         None of them touches reflection prompts."""
         self.policy = policy
+        self.sampler = TorchSampler(policy) if sampler is None else sampler
         self.answer_prefix = "" if action_tokens else answer_prefix
         self.answer_question = answer_question and not action_tokens
         self.sampling = sampling
@@ -64,8 +70,8 @@ class PolicyAgent:
                 if info.get("phase", "act") == "act" and info.get("legal_actions") else None
                 for info in infos
             ]
-        generations = self.policy.generate(prompts, self.sampling, allowed_ids=allowed, seed=next(self._seeds),
-                                           prefixes=answer_prefixes(infos, self.answer_prefix))
+        generations = self.sampler.generate(prompts, self.sampling, allowed_ids=allowed, seed=next(self._seeds),
+                                            prefixes=answer_prefixes(infos, self.answer_prefix))
         return [g.text for g in generations]
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:

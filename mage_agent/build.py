@@ -25,8 +25,9 @@ from mage_envs.registration import game_of
 from .agents import PolicyAgent
 from .config import DTYPES, TrainConfig, did_you_mean
 from .packing import supports
-from .policy import LoraSettings, Policy, Sampling, default_dtype
+from .policy import LoraSettings, Policy, default_dtype
 from .pretrained import resolve_model_path
+from .sampling import Sampling
 from .tiny import TinyConfig, create_tiny
 
 TINY = "tiny"

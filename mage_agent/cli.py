@@ -137,7 +137,7 @@ def evaluate_policy(
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name)
     kwargs = env_kwargs(config)
-    with policy.reusing_prefixes():
+    with agent.sampler.reusing_prefixes():
         report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                           meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
                           env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,

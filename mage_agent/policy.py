@@ -1,39 +1,40 @@
 """A language-model policy: any Hugging Face causal LM, optionally with a LoRA adapter.
 
-* :meth:`Policy.generate` — batched sampling (temperature, top-p, top-k, max new tokens,
-  optionally restricted to given token ids), returning token ids and their log-probs;
-* :meth:`Policy.completion_logprobs` — log-probs (and entropies) of given completions, with
-  gradients, for the loss; ``reference=True`` gives the reference policy's: the same model
-  with the LoRA adapter disabled (no second copy), or a frozen copy when all weights train.
+The policy holds the model, its adapter and its tokenizer (prompts through the chat
+template, cached), and scores: :meth:`Policy.completion_logprobs` gives the log-probs (and
+entropies) of given completions, with gradients, for the loss; ``reference=True`` gives the
+reference policy's: the same model with the LoRA adapter disabled (no second copy), or a
+frozen copy when all weights train. Sampling lives in :mod:`mage_agent.sampling`.
 
 ``packed_forward=True`` (Llama-family models) scores, and samples single tokens, through
 :mod:`mage_agent.packing`: shared prompt prefixes run once and the last layer only where
 logits are read; the values and gradients are the plain forward's up to float rounding.
 
 Log-probs are those of the temperature-scaled distribution (restricted to the allowed
-tokens when given); top-p / top-k truncation shapes sampling only. Dropout is always off,
-so sampling and scoring see the same distribution.
+tokens when given). Dropout is always off, so sampling and scoring see the same
+distribution.
 
 Example:
     >>> from mage_agent.tiny import build_model, build_tokenizer
     >>> tok = build_tokenizer(["check bet fold call"])
     >>> policy = Policy(build_model(tok), tok)
-    >>> out = policy.generate(["check"], Sampling(max_new_tokens=2), seed=0)
-    >>> len(out[0].completion_ids) <= 2 and len(out[0].logprobs) == len(out[0].completion_ids)
-    True
+    >>> prompt, completion = policy.encode_prompt("check"), policy.encode_words(["bet"])[0]
+    >>> logprobs, entropies, mask = policy.completion_logprobs([prompt], [list(completion)])
+    >>> logprobs.shape, bool(logprobs[0, 0] < 0), mask.tolist()
+    (torch.Size([1, 1]), True, [[True]])
 """
 
 from __future__ import annotations
 
 import copy
-from contextlib import contextmanager, nullcontext
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterator, Sequence, TypeVar, Union, cast
+from contextlib import nullcontext
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Sequence, TypeVar, Union, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .packing import PrefixCache, final_hidden, read_starts, supports
+from .packing import final_hidden, read_starts, supports
 from .tokens import TextEncoder
 
 if TYPE_CHECKING:
@@ -70,32 +71,6 @@ def default_dtype(device: str | torch.device) -> torch.dtype:
 
 
 @dataclass(frozen=True)
-class Sampling:
-    """How completions are sampled."""
-
-    temperature: float = 1.0
-    top_p: float = 1.0
-    top_k: int = 0
-    max_new_tokens: int = 64
-    batch_size: int = 0  #: prompts per forward batch (0: all of a call's prompts at once)
-    #: a completion ends once its text contains one of these (kept in the text, which is cut
-    #: right after it), as at the end-of-sequence token
-    stop: tuple[str, ...] = ()
-
-    def __post_init__(self) -> None:
-        if self.temperature <= 0:
-            raise ValueError(f"temperature must be > 0, got {self.temperature}")
-        if not 0 < self.top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {self.top_p}")
-        if self.max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {self.max_new_tokens}")
-        if self.batch_size < 0:
-            raise ValueError(f"batch_size must be >= 0 (0: all prompts at once), got {self.batch_size}")
-        if any(not text for text in self.stop):
-            raise ValueError("stop strings must be non-empty")
-
-
-@dataclass(frozen=True)
 class LoraSettings:
     """LoRA adapter settings (peft)."""
 
@@ -105,20 +80,9 @@ class LoraSettings:
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
 
 
-@dataclass
-class Generation:
-    """One sampled completion."""
-
-    prompt_ids: list[int]
-    completion_ids: list[int]
-    logprobs: list[float]
-    text: str
-    truncated: bool
-    allowed_ids: list[int] | None = field(default=None)
-
-
 class Policy:
-    """A causal LM (with LoRA when ``lora`` is given) that samples and scores completions."""
+    """A causal LM (with LoRA when ``lora`` is given) and its tokenizer, that scores
+    completions (a :class:`~mage_agent.sampling.Sampler` samples them)."""
 
     def __init__(
         self,
@@ -161,10 +125,8 @@ class Policy:
         self.has_adapter = hasattr(self.model, "disable_adapter")
         self.activation_checkpointing = False
         self.packed_forward = packed_forward
-        if packed_forward and not supports(self._base(self.model).config.model_type):
-            raise ValueError(f"packed_forward needs a Llama-family model, not {type(self._base(self.model)).__name__}")
-        self._prefix_cache: PrefixCache | None = None
-        self._cached_weights: tuple[tuple[int, int, int], ...] = ()
+        if packed_forward and not supports(base_model(self.model).config.model_type):
+            raise ValueError(f"packed_forward needs a Llama-family model, not {type(base_model(self.model)).__name__}")
         self._reference = None
         if not self.has_adapter:
             if reference_model is not None:
@@ -252,146 +214,17 @@ class Policy:
             text = self._texts[key] = cast(str, self.tokenizer.decode(list(key), skip_special_tokens=True))
         return text
 
-    # ------------------------------------------------------------------ sampling
-    @contextmanager
-    def reusing_prefixes(self) -> Iterator[None]:
-        """Within the block, a ``generate`` call that samples single tokens through the
-        packed forward reuses the keys and values of the previous call's prompts that its
-        prompts extend (in a rollout, the next turn of each meta-episode: its memory and
-        its game so far), instead of running them again. The weights must not change within:
-        a change that bumps their version counters or replaces them (an optimizer step,
-        ``load_state_dict``) drops what is kept, but writes through ``.data`` and fused
-        optimizers go unseen.
-
-        Example (the second prompt extends the first):
-            >>> from mage_agent.tiny import build_model, build_tokenizer
-            >>> tok = build_tokenizer(["check bet fold call"])
-            >>> policy = Policy(build_model(tok), tok, packed_forward=True)
-            >>> prompt = "check bet fold call " * 10
-            >>> with policy.reusing_prefixes():
-            ...     first = policy.generate([prompt], Sampling(max_new_tokens=1), seed=0)
-            ...     second = policy.generate([prompt + "bet"], Sampling(max_new_tokens=1), seed=0)
-            >>> second[0].text == policy.generate([prompt + "bet"], Sampling(max_new_tokens=1), seed=0)[0].text
-            True
-        """
-        outer = self._prefix_cache, self._cached_weights
-        self._prefix_cache = PrefixCache() if self.packed_forward else None
-        self._cached_weights = self._weights_version()
-        try:
-            yield
-        finally:
-            self._prefix_cache, self._cached_weights = outer
-
-    def _weights_version(self) -> tuple[tuple[int, int, int], ...]:
-        """Each parameter's identity, storage and version counter (an in-place update bumps it)."""
-        return tuple((id(p), p.data_ptr(), p._version) for p in self.model.parameters())
-
-    @torch.inference_mode()   # no_grad and no version counters or view tracking: ~8% faster sampling
-    def generate(
-        self,
-        prompts: Sequence[str],
-        sampling: Sampling,
-        allowed_ids: Sequence[list[int] | None] | None = None,
-        seed: int | None = None,
-        prefixes: Sequence[str] | None = None,
-    ) -> list[Generation]:
-        """Sample one completion per prompt, ``sampling.batch_size`` prompts per batch (0: all
-        in one), left-padded and KV-cached.
-
-        ``prefixes`` start the answers (``"<action>"`` puts a small model on the answer
-        format): each is appended to its prompt's tokens after the chat template, so it is
-        part of ``prompt_ids`` (conditioned on, never scored), and begins ``text``."""
-        if not prompts:
-            return []
-        generator = torch.Generator(device=self.device)
-        generator.manual_seed(seed if seed is not None else int(torch.randint(0, 2**31 - 1, (1,)).item()))
-        encoded = self.encode_prompts(prompts)
-        if prefixes is not None:
-            encoded = [ids + self.encode_prefix(prefix) for ids, prefix in zip(encoded, prefixes, strict=True)]
-        if self._prefix_cache is not None:
-            version = self._weights_version()
-            if version != self._cached_weights:
-                self._prefix_cache, self._cached_weights = PrefixCache(), version
-            self._prefix_cache.advance()
-        size = sampling.batch_size or len(prompts)
-        generations = [generation for start in range(0, len(prompts), size) for generation in self._generate_batch(
-            encoded[start:start + size], sampling, None if allowed_ids is None else allowed_ids[start:start + size],
-            generator)]
-        if prefixes is not None:
-            for generation, prefix in zip(generations, prefixes):
-                generation.text = prefix + generation.text
-        return generations
-
     def encode_prefix(self, prefix: str) -> list[int]:
         """Token ids of an answer prefix (no special tokens; remembered like a word)."""
         if not prefix:
             return []
         return list(self.encode_words([prefix])[0])
 
-    def _generate_batch(self, encoded: list[list[int]], sampling: Sampling,
-                        allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
-        self.model.eval()
-        decoder: _Decoder | None = None
-        columns = None
-        if self.packed_forward and sampling.max_new_tokens == 1:  # a single token: no KV cache to keep
-            columns = self._columns(allowed_ids)
-            logits = self._next_token_logits(encoded, columns)
-        else:
-            decoder = _Decoder(self.model, *self._left_pad(encoded))
-            logits = decoder.logits
-        allowed_mask = self._allowed_mask(allowed_ids, len(encoded), columns)
-        eos = self.tokenizer.eos_token_id
-        finished = [False] * len(encoded)
-        #: where a row's text ends, once it holds a stop string
-        cut: list[int | None] = [None] * len(encoded)
-        tokens: list[list[int]] = [[] for _ in encoded]
-        logprobs: list[list[float]] = [[] for _ in encoded]
-        for step in range(sampling.max_new_tokens):
-            scores = self._scores(logits, sampling.temperature, allowed_mask)
-            column = self._sample(scores, sampling, generator)
-            token_logprob = torch.log_softmax(scores, -1).gather(-1, column[:, None])[:, 0]
-            token = column if columns is None else columns[column]
-            for row, (sampled, logprob) in enumerate(zip(token.tolist(), token_logprob.tolist())):
-                if not finished[row]:
-                    tokens[row].append(sampled)
-                    logprobs[row].append(logprob)
-                    if sampling.stop:
-                        cut[row] = self._stop_at(tokens[row], sampling.stop)
-                    finished[row] = sampled == eos or cut[row] is not None
-            if decoder is None or all(finished) or step == sampling.max_new_tokens - 1:
-                break
-            logits = decoder.step(token)
-        results = []
-        for row in range(len(encoded)):
-            ended = cut[row] is not None or (bool(tokens[row]) and tokens[row][-1] == eos)
-            text = self.decode(tokens[row])[:cut[row]]
-            truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
-            results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
-                                      None if allowed_ids is None else allowed_ids[row]))
-        return results
-
-    def _stop_at(self, tokens: list[int], stop: tuple[str, ...]) -> int | None:
-        """Where the text of ``tokens`` ends if it contains a stop string (the end of the
-        first one), else ``None``. Only the tail that the last token can have completed is
-        searched each step, so the check stays cheap."""
-        tail = self.tokenizer.decode(tokens[-(max(map(len, stop)) + 1):], skip_special_tokens=True)
-        if not any(s in tail for s in stop):
-            return None
-        text = self.decode(tokens)
-        ends = [text.find(s) + len(s) for s in stop if s in text]
-        return min(ends) if ends else None
-
-    def _left_pad(self, sequences: list[list[int]]) -> tuple[torch.Tensor, torch.Tensor]:
-        width = max(len(s) for s in sequences)
-        pad = self.tokenizer.pad_token_id
-        ids = torch.tensor([[pad] * (width - len(s)) + s for s in sequences], dtype=torch.long)
-        mask = torch.tensor([[0] * (width - len(s)) + [1] * len(s) for s in sequences], dtype=torch.long)
-        return ids.to(self.device), mask.to(self.device)
-
+    # ------------------------------------------------------------------ allowed tokens (sampling and scoring)
     def _vocabulary_size(self) -> int:
         return self.model.get_output_embeddings().weight.shape[0]
 
-    def _columns(self, allowed_ids: Sequence[list[int] | None] | None) -> torch.Tensor | None:
+    def logit_columns(self, allowed_ids: Sequence[list[int] | None] | None) -> torch.Tensor | None:
         """The token ids whose logits are computed, sorted: every row's allowed tokens when
         every row has some and the vocabulary is larger than :data:`WHOLE_HEAD_VOCABULARY`;
         ``None`` (the whole vocabulary) otherwise."""
@@ -401,8 +234,8 @@ class Policy:
         return torch.tensor(sorted({token for ids in allowed_ids if ids is not None for token in ids}),
                             dtype=torch.long, device=self.device)
 
-    def _allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int,
-                      columns: torch.Tensor | None = None) -> torch.Tensor | None:
+    def allowed_mask(self, allowed_ids: Sequence[list[int] | None] | None, rows: int,
+                     columns: torch.Tensor | None = None) -> torch.Tensor | None:
         """Which tokens each row may take, ``(rows, vocabulary)``, or over ``columns`` only."""
         if allowed_ids is None or all(a is None for a in allowed_ids):
             return None
@@ -418,28 +251,6 @@ class Policy:
                 tokens = torch.searchsorted(columns.cpu(), torch.tensor(tokens)).tolist()
             mask[rows_of, tokens] = True
         return mask.to(self.device)
-
-    @staticmethod
-    def _scores(logits: torch.Tensor, temperature: float, allowed: torch.Tensor | None) -> torch.Tensor:
-        scores = logits.float() / temperature
-        if allowed is not None:
-            scores = scores.masked_fill(~allowed, float("-inf"))
-        return scores
-
-    @staticmethod
-    def _sample(scores: torch.Tensor, sampling: Sampling, generator: torch.Generator) -> torch.Tensor:
-        scores = scores.clone()
-        if sampling.top_k > 0:
-            kth = torch.topk(scores, min(sampling.top_k, scores.shape[-1]), dim=-1).values[:, -1:]
-            scores = scores.masked_fill(scores < kth, float("-inf"))
-        if sampling.top_p < 1.0:
-            sorted_scores, order = torch.sort(scores, descending=True, dim=-1)
-            cumulative = torch.softmax(sorted_scores, -1).cumsum(-1)
-            drop = cumulative - torch.softmax(sorted_scores, -1) > sampling.top_p
-            sorted_scores = sorted_scores.masked_fill(drop, float("-inf"))
-            scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
-        probs = torch.softmax(scores, -1)
-        return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
     # ------------------------------------------------------------------ scoring
     def completion_logprobs(
@@ -457,7 +268,7 @@ class Policy:
         """
         rows = len(prompt_ids)
         model, context = self._scorer(reference)
-        columns = self._columns(allowed_ids) if self.packed_forward else None
+        columns = self.logit_columns(allowed_ids) if self.packed_forward else None
         with context:
             if self.packed_forward:
                 picked = self._packed_completion_logits(model, prompt_ids, completion_ids, columns)
@@ -471,7 +282,7 @@ class Policy:
         targets, mask = targets.to(self.device), mask.to(self.device)
         if columns is not None:   # the targets' places among the columns (padding's: any)
             targets = torch.searchsorted(columns, targets).clamp(max=len(columns) - 1)
-        allowed = self._allowed_mask(allowed_ids, rows, columns)
+        allowed = self.allowed_mask(allowed_ids, rows, columns)
         if allowed is not None:
             allowed = allowed[:, None, :].expand_as(picked)
         scores = picked.float() / temperature
@@ -531,24 +342,10 @@ class Policy:
         hidden = final_hidden(lm, unique, first).index_select(0, index)
         return head_logits(lm, hidden.view(len(inputs), comp_width, -1), columns)
 
-    def _next_token_logits(self, encoded: list[list[int]], columns: torch.Tensor | None = None) -> torch.Tensor:
-        """The logits of the token after each prompt (``(rows, vocabulary)``, or ``columns``
-        only), through :func:`~mage_agent.packing.final_hidden` (equal prompts share it)."""
-        unique, source = distinct([tuple(row) for row in encoded])
-        lm = self._llama(self.model)
-        hidden = final_hidden(lm, unique, [len(row) - 1 for row in unique], self._prefix_cache)
-        return head_logits(lm, hidden.index_select(0, torch.tensor(source, dtype=torch.long, device=self.device)),
-                           columns)
-
-    def _base(self, model: CausalLM) -> PreTrainedModel:
-        """The transformers model of ``model`` (inside its peft wrapper, if any)."""
-        if hasattr(model, "get_base_model"):   # a peft model
-            return cast(PreTrainedModel, cast("PeftModel", model).get_base_model())
-        return cast(PreTrainedModel, model)
-
-    def _llama(self, model: CausalLM) -> LlamaForCausalLM:
+    @staticmethod
+    def _llama(model: CausalLM) -> LlamaForCausalLM:
         """The Llama model of ``model`` (checked when the policy is built with ``packed_forward``)."""
-        return cast(LlamaForCausalLM, self._base(model))
+        return cast(LlamaForCausalLM, base_model(model))
 
     def enable_activation_checkpointing(self) -> None:
         """Keep no decoder-layer activations for backward; recompute them instead (less
@@ -556,7 +353,7 @@ class Policy:
         gradients are unchanged."""
         if self.packed_forward:
             raise ValueError("packed_forward runs its own layer loop: it cannot recompute activations")
-        base = self._base(self.model)
+        base = base_model(self.model)
         enable = getattr(base, "activation_checkpointing_enable", None)
         if enable is not None:  # transformers >= 5.x names it so
             enable(activation_checkpointing_kwargs={"use_reentrant": False})
@@ -582,6 +379,20 @@ class Policy:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
+
+
+def base_model(model: CausalLM) -> PreTrainedModel:
+    """The transformers model of ``model`` (inside its peft wrapper, if any).
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["check bet"]))
+        >>> base_model(lm) is lm
+        True
+    """
+    if hasattr(model, "get_base_model"):   # a peft model
+        return cast(PreTrainedModel, cast("PeftModel", model).get_base_model())
+    return cast(PreTrainedModel, model)
 
 
 def head_logits(lm: LlamaForCausalLM, hidden: torch.Tensor, columns: torch.Tensor | None = None) -> torch.Tensor:
@@ -614,29 +425,6 @@ def distinct(rows: Sequence[tuple[int, ...]]) -> tuple[list[tuple[int, ...]], li
     index: dict[tuple[int, ...], int] = {}
     source = [index.setdefault(row, len(index)) for row in rows]
     return list(index), source
-
-
-class _Decoder:
-    """KV-cached decoding of a left-padded batch: ``logits`` are the next token's after the
-    prompts, then after each token that :meth:`step` feeds."""
-
-    def __init__(self, model: CausalLM, input_ids: torch.Tensor, attention: torch.Tensor) -> None:
-        self.model = model
-        self.attention = attention
-        self.positions = (attention.cumsum(-1) - 1).clamp(min=0)
-        out = model(input_ids=input_ids, attention_mask=attention, position_ids=self.positions,
-                    use_cache=True, logits_to_keep=1)
-        self.cache_key = "cache" if "cache" in out.keys() else "past_key_values"  # transformers 5 / 4
-        self.past, self.logits = out[self.cache_key], out.logits[:, -1, :]
-
-    def step(self, token: torch.Tensor) -> torch.Tensor:
-        """The next token's logits once every row has taken ``token`` (one per row)."""
-        self.attention = torch.cat([self.attention, torch.ones_like(self.attention[:, :1])], dim=1)
-        self.positions = self.positions[:, -1:] + 1
-        out = self.model(input_ids=token[:, None], attention_mask=self.attention, position_ids=self.positions,
-                         use_cache=True, **{self.cache_key: self.past})
-        self.past, self.logits = out[self.cache_key], out.logits[:, -1, :]
-        return self.logits
 
 
 class _NoGradAdapterOff:

@@ -2,9 +2,10 @@
 
 Every copy in a group shares its seed and opponent archetype (the GRPO/GiGPO group). At
 each turn, every pending prompt — acting and reflecting alike — goes into one batched
-``generate`` call. Each turn records its prompt and completion tokens, log-probs, the
-reward that followed, whether the answer was invalid, the phase, the episode index and
-the opponent archetype.
+``generate`` call of the :class:`~mage_agent.sampling.Sampler` (by default the policy's own
+:class:`~mage_agent.sampling.TorchSampler`). Each turn records its prompt and completion
+tokens, log-probs, the reward that followed, whether the answer was invalid, the phase, the
+episode index and the opponent archetype.
 
 With ``action_tokens=True`` (for small models whose vocabulary holds every action name as
 one token) an acting turn samples a single token among the legal action names; the env
@@ -12,7 +13,8 @@ reads the bare name.
 
 Example:
     >>> from mage_agent.tiny import build_model, build_tokenizer
-    >>> from mage_agent.policy import Policy, Sampling
+    >>> from mage_agent.policy import Policy
+    >>> from mage_agent.sampling import Sampling
     >>> tok = build_tokenizer(["check bet fold call"])
     >>> runner = RolloutRunner("mage/KuhnPoker-meta-v0", {"reflection": False}, num_envs=4)
     >>> batch = runner.collect(Policy(build_model(tok), tok), [GroupSpec(0, "nash"), GroupSpec(1, "random")],
@@ -35,7 +37,8 @@ from mage_envs.games.engine import OpenSpielGameEnv
 from mage_envs.opponents import Opponent, as_population
 
 from .agents import answer_prefixes, with_question
-from .policy import Policy, Sampling
+from .policy import Policy
+from .sampling import Sampler, Sampling, TorchSampler
 
 #: The archetype label of every turn in a single-agent task (one normalisation scope).
 TASK = "task"
@@ -124,11 +127,15 @@ class RolloutRunner:
         answer_prefix: str = "",
         answer_question: bool = False,
         on_turn: Callable[[int, int], None] | None = None,
+        sampler: Sampler | None = None,
     ) -> RolloutBatch:
         """Play one meta-episode per env: ``len(groups) * group_size`` must equal ``num_envs``.
         In free text, ``answer_question`` closes acting prompts with
         :data:`~mage_agent.agents.ANSWER_QUESTION` and ``answer_prefix`` starts the answers.
-        ``on_turn(turn, playing)`` is called before each turn's ``generate`` (a progress line)."""
+        ``on_turn(turn, playing)`` is called before each turn's ``generate`` (a progress line).
+        ``sampler`` draws the answers (default: ``TorchSampler(policy)``); ``policy``'s
+        tokenizer names the action tokens."""
+        sampler = TorchSampler(policy) if sampler is None else sampler
         count = len(groups) * group_size
         if count != len(self.envs):
             raise ValueError(f"{len(groups)} groups x {group_size} copies != {len(self.envs)} envs")
@@ -145,7 +152,7 @@ class RolloutRunner:
             obs, info = env.reset(seed=spec.seed, options=options)
             observations.append(obs)
             infos.append(info)
-        with policy.reusing_prefixes():   # the weights stay fixed while it plays
+        with sampler.reusing_prefixes():   # the weights stay fixed while it plays
             active = list(range(count))
             turn_index = 0
             while active:
@@ -155,7 +162,7 @@ class RolloutRunner:
                     prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
                 if on_turn is not None:
                     on_turn(turn_index + 1, len(active))
-                generations = policy.generate(
+                generations = sampler.generate(
                     prompts, sampling,
                     allowed_ids=allowed if action_tokens else None, seed=seed * 1_000_003 + turn_index,
                     prefixes=None if action_tokens else answer_prefixes([infos[i] for i in active], answer_prefix),

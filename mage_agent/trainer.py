@@ -54,6 +54,7 @@ from .loss import ppo_loss
 from .memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, available_bytes, micro_batches, padded_tokens
 from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
+from .sampling import Sampler, TorchSampler
 
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
@@ -152,6 +153,9 @@ class Trainer:
         torch.set_num_threads(threads_for(config.run.threads, self.policy.model))
         self.world.broadcast_parameters(self.policy.model)
         self.sampling = sampling_of(config)
+        #: what draws the rollouts' answers; another backend (a vLLM engine) replaces it before
+        #: :meth:`train` (see docs/training.md, "Sampling backends")
+        self.sampler: Sampler = TorchSampler(self.policy)
         algo = config.algo
         self.optimizer = torch.optim.AdamW(
             self.policy.trainable_parameters(), lr=algo.learning_rate, weight_decay=algo.weight_decay
@@ -295,7 +299,8 @@ class Trainer:
         return self.runner.collect(self.policy, groups, rollout.group_size, self.sampling,
                                    action_tokens=rollout.action_tokens, seed=base + start,
                                    answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question,
-                                   on_turn=lambda turn, playing: self._stage(f"collect: turn {turn}, {playing} playing"))
+                                   on_turn=lambda turn, playing: self._stage(f"collect: turn {turn}, {playing} playing"),
+                                   sampler=self.sampler)
 
     def _stage(self, text: str) -> None:
         """Show what the iteration is doing beside the progress bar (a slow model spends

@@ -135,7 +135,7 @@ def test_a_large_vocabulary_computes_the_allowed_tokens_logits_only(tokenizer, m
     vocab = policy_module.WHOLE_HEAD_VOCABULARY + 100
     prompts, completions, allowed = batch(vocab)
     restricted = Policy(llama(vocab), tokenizer, packed_forward=True, keep_reference=False)
-    assert restricted._columns(allowed).tolist() == [4, 5, 6, 7]
+    assert restricted.logit_columns(allowed).tolist() == [4, 5, 6, 7]
     logprobs, entropy, mask = restricted.completion_logprobs(prompts, completions, allowed_ids=allowed)
     monkeypatch.setattr(policy_module, "WHOLE_HEAD_VOCABULARY", 10**9)   # the whole head, as before
     whole, whole_entropy, _ = restricted.completion_logprobs(prompts, completions, allowed_ids=allowed)
@@ -144,13 +144,13 @@ def test_a_large_vocabulary_computes_the_allowed_tokens_logits_only(tokenizer, m
 
 
 def test_sampling_over_the_allowed_columns_gives_allowed_tokens_and_their_log_probs(tokenizer):
-    from mage_agent.policy import Sampling
+    from mage_agent.sampling import Sampling, TorchSampler
 
     vocab = policy_module.WHOLE_HEAD_VOCABULARY + 100
     prompts, _, allowed = batch(vocab)
     policy = Policy(llama(vocab), tokenizer, packed_forward=True, keep_reference=False)
-    out = policy.generate([" ".join(map(str, p)) for p in prompts], Sampling(max_new_tokens=1), allowed_ids=allowed,
-                          seed=0)
+    out = TorchSampler(policy).generate([" ".join(map(str, p)) for p in prompts], Sampling(max_new_tokens=1),
+                                        allowed_ids=allowed, seed=0)
     encoded = [o.prompt_ids for o in out]
     scored, _, _ = policy.completion_logprobs(encoded, [o.completion_ids for o in out], allowed_ids=allowed)
     for row, generation in enumerate(out):

@@ -9,7 +9,8 @@ import torch
 from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM
 
 from mage_agent import packing
-from mage_agent.policy import LoraSettings, Policy, Sampling
+from mage_agent.policy import LoraSettings, Policy
+from mage_agent.sampling import Sampling, TorchSampler
 from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
 from mage_agent.trainer import Trainer
 
@@ -123,8 +124,8 @@ def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
     allowed = [plain.single_token_ids(["check", "bet"])] * 3 + [None, plain.single_token_ids(["fold", "call"])]
     for sampling, ids in [(Sampling(max_new_tokens=1), allowed), (Sampling(max_new_tokens=1, temperature=0.5), None),
                           (Sampling(max_new_tokens=3), None)]:   # several tokens: the KV-cached decoder
-        want = plain.generate(prompts, sampling, allowed_ids=ids, seed=7)
-        got = packed.generate(prompts, sampling, allowed_ids=ids, seed=7)
+        want = TorchSampler(plain).generate(prompts, sampling, allowed_ids=ids, seed=7)
+        got = TorchSampler(packed).generate(prompts, sampling, allowed_ids=ids, seed=7)
         assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
         for a, b in zip(got, want):
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
@@ -301,8 +302,9 @@ def test_a_prefix_cache_keeps_a_call_within_its_budget_and_prefers_longer_sharin
 
 
 @pytest.mark.parametrize("batch_size", [0, 1], ids=["one-batch", "a-batch-per-prompt"])
-def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_weights_change(tokenizer, batch_size):
+def test_a_sampler_reusing_prefixes_samples_as_without_and_forgets_them_when_the_weights_change(tokenizer, batch_size):
     plain, packed = pair(tokenizer, build_model(tokenizer, TinyConfig(seed=4)))
+    plain_sampler, sampler = TorchSampler(plain), TorchSampler(packed)
     base = "You hold the King . Legal actions : check , bet , fold , call . " * 3
     allowed = plain.single_token_ids(["check", "bet"])
     lookups = []
@@ -311,8 +313,8 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
     def compare(turn):
         prompts = [base + "Opponent bets . " * turn, base + "You call . " * turn]
         sampling = Sampling(max_new_tokens=1, batch_size=batch_size)
-        want = plain.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
-        got = packed.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
+        want = plain_sampler.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
+        got = sampler.generate(prompts, sampling, allowed_ids=[allowed] * 2, seed=turn)
         assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
         for a, b in zip(got, want):
             assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
@@ -320,7 +322,7 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(packing.PrefixCache, "lookup", lambda self, *args: lookups.append(
             packed_lookup(self, *args)) or lookups[-1])
-        with packed.reusing_prefixes():
+        with sampler.reusing_prefixes():
             for turn in range(3):
                 compare(turn)
             assert sum(hit is not None for hit in lookups) == 4   # turns 1 and 2 extend the turn before
@@ -331,14 +333,14 @@ def test_a_policy_reusing_prefixes_samples_as_without_and_forgets_them_when_the_
             lookups.clear()
             compare(3)
             assert lookups == [None, None]
-            outer = packed._prefix_cache
-            with packed.reusing_prefixes():   # a block inside starts afresh, and the outer one's cache returns
+            outer = sampler._prefix_cache
+            with sampler.reusing_prefixes():   # a block inside starts afresh, and the outer one's cache returns
                 compare(4)
-                assert packed._prefix_cache is not outer
-            assert packed._prefix_cache is outer
+                assert sampler._prefix_cache is not outer
+            assert sampler._prefix_cache is outer
         lookups.clear()
         compare(5)   # outside the block nothing is kept
-        assert lookups == [] and packed._prefix_cache is None
+        assert lookups == [] and sampler._prefix_cache is None
 
 
 def test_the_transformers_internals_that_packing_reads_are_as_it_expects():

@@ -1,11 +1,12 @@
-"""Policy: sampling log-probs agree with scoring; LoRA and reference; save/load round trips."""
+"""Policy: sampled (TorchSampler) log-probs agree with scoring; LoRA and reference; save/load round trips."""
 
 import pytest
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer
 
 from mage_agent.loss import ppo_loss
-from mage_agent.policy import LoraSettings, Policy, Sampling
+from mage_agent.policy import LoraSettings, Policy
+from mage_agent.sampling import Sampling, TorchSampler
 from mage_agent.tiny import TinyConfig, build_model, build_tokenizer, create_tiny
 
 WORDS = ["You hold the King . Legal actions : check , bet , fold , call", "Opponent bets . You call ."]
@@ -18,8 +19,9 @@ def tokenizer():
 
 def test_generated_logprobs_match_scoring(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
+    sampler = TorchSampler(policy)
     sampling = Sampling(temperature=0.7, max_new_tokens=4)
-    out = policy.generate(["You hold the King", "Opponent bets . You"], sampling, seed=3)
+    out = sampler.generate(["You hold the King", "Opponent bets . You"], sampling, seed=3)
     new, entropy, mask = policy.completion_logprobs([g.prompt_ids for g in out], [g.completion_ids for g in out],
                                                     temperature=0.7)
     for row, g in enumerate(out):
@@ -30,10 +32,11 @@ def test_generated_logprobs_match_scoring(tokenizer):
 
 def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
+    sampler = TorchSampler(policy)
     allowed = policy.single_token_ids(["check", "bet"])
     assert allowed is not None and policy.single_token_ids(["check bet"]) is None
-    a = policy.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
-    b = policy.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
+    a = sampler.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
+    b = sampler.generate(["You hold the King"] * 20, Sampling(max_new_tokens=1), allowed_ids=[allowed] * 20, seed=7)
     assert [g.text for g in a] == [g.text for g in b]
     assert {g.text for g in a} <= {"check", "bet"}
     scored, _, _ = policy.completion_logprobs([g.prompt_ids for g in a], [g.completion_ids for g in a],
@@ -47,19 +50,20 @@ def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
 
 def test_generation_batch_size_caps_each_forward_pass(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
+    sampler = TorchSampler(policy)
     prompts = ["You hold the King", "Opponent bets . You", "Legal actions :", "You call", "check"]
     rows = []
     hook = policy.model.get_output_embeddings().register_forward_hook(lambda m, i, o: rows.append(i[0].shape[0]))
-    capped = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
+    capped = sampler.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
     hook.remove()
     assert rows and max(rows) == 2 and rows.count(1) >= 1  # batches of 2, 2 and 1
     assert [g.prompt_ids for g in capped] == policy.encode_prompts(prompts)
-    again = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
+    again = sampler.generate(prompts, Sampling(max_new_tokens=3, batch_size=2), seed=4)
     assert [g.completion_ids for g in again] == [g.completion_ids for g in capped]
     with pytest.raises(ValueError, match="batch_size"):
         Sampling(batch_size=-1)
-    whole = policy.generate(prompts, Sampling(max_new_tokens=3), seed=4)
-    one_batch = policy.generate(prompts, Sampling(max_new_tokens=3, batch_size=len(prompts)), seed=4)
+    whole = sampler.generate(prompts, Sampling(max_new_tokens=3), seed=4)
+    one_batch = sampler.generate(prompts, Sampling(max_new_tokens=3, batch_size=len(prompts)), seed=4)
     assert [g.completion_ids for g in one_batch] == [g.completion_ids for g in whole]
     assert [g.logprobs for g in one_batch] == [g.logprobs for g in whole]
 
@@ -162,10 +166,10 @@ def test_activation_checkpointing_recomputes_layers_and_keeps_gradients(tokenize
 
 def test_allowed_mask_rows(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
-    mask = policy._allowed_mask([[3, 5], None, []], 3)
+    mask = policy.allowed_mask([[3, 5], None, []], 3)
     assert mask[0].nonzero().flatten().tolist() == [3, 5]
     assert bool(mask[1].all()) and not bool(mask[2].any())
-    assert policy._allowed_mask([None, None], 2) is None and policy._allowed_mask(None, 2) is None
+    assert policy.allowed_mask([None, None], 2) is None and policy.allowed_mask(None, 2) is None
 
 
 def test_lora_reference_is_the_base_model(tokenizer):

@@ -13,7 +13,8 @@ import torch
 
 from mage_agent import pretrained
 from mage_agent.config import TrainConfig, apply_overrides
-from mage_agent.policy import LoraSettings, Policy, Sampling
+from mage_agent.policy import LoraSettings, Policy
+from mage_agent.sampling import Sampling, TorchSampler
 from mage_agent.trainer import Trainer
 
 try:
@@ -100,8 +101,8 @@ def test_chat_prompts_answer_prefix_and_stop_strings(policy):
         assert rendered.endswith("<|im_start|>user\nYour card: King.<|im_end|>\n<|im_start|>assistant\n")
         prompts = ["Kuhn Poker. Legal actions: check, bet\nYour card: King.\nAnswer with one legal action inside "
                    "tags, e.g. <action>check</action>.\nWhich action do you choose: check or bet?"] * 6
-        generations = policy.generate(prompts, Sampling(temperature=0.3, max_new_tokens=12, stop=("</action>",)),
-                                      seed=3, prefixes=["<action>"] * 6)
+        generations = TorchSampler(policy).generate(
+            prompts, Sampling(temperature=0.3, max_new_tokens=12, stop=("</action>",)), seed=3, prefixes=["<action>"] * 6)
     finally:
         policy.system_prompt = ""
     prefix_ids = policy.encode_prefix("<action>")

@@ -199,6 +199,8 @@ class TorchSampler:
             logits = decoder.logits
         allowed_mask = policy.allowed_mask(allowed_ids, len(encoded), columns)
         eos = policy.tokenizer.eos_token_id
+        #: rows that answer with one action token (beside free-text rows, e.g. reflections)
+        one_token = [allowed_ids is not None and allowed_ids[row] is not None for row in range(len(encoded))]
         finished = [False] * len(encoded)
         #: where a row's text ends, once it holds a stop string
         cut: list[int | None] = [None] * len(encoded)
@@ -215,7 +217,7 @@ class TorchSampler:
                     logprobs[row].append(logprob)
                     if sampling.stop:
                         cut[row] = self._stop_at(tokens[row], sampling.stop)
-                    finished[row] = sampled == eos or cut[row] is not None
+                    finished[row] = sampled == eos or cut[row] is not None or one_token[row]
             if decoder is None or all(finished) or step == sampling.max_new_tokens - 1:
                 break
             logits = decoder.step(token)
@@ -223,7 +225,7 @@ class TorchSampler:
         for row in range(len(encoded)):
             ended = cut[row] is not None or (bool(tokens[row]) and tokens[row][-1] == eos)
             text = policy.decode(tokens[row])[:cut[row]]
-            truncated = not ended and allowed_mask is None and sampling.max_new_tokens > 1
+            truncated = not ended and not one_token[row] and sampling.max_new_tokens > 1
             results.append(Generation(encoded[row], tokens[row], logprobs[row], text, truncated,
                                       None if allowed_ids is None else allowed_ids[row]))
         return results

@@ -48,6 +48,21 @@ def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     assert (p > 0).all()
 
 
+def test_a_batch_of_action_tokens_and_free_text_gives_each_row_its_own_kind(tokenizer):
+    """Acting turns (one action token) and reflections (free text) in one batch, as a run with
+    action tokens and reflections samples them: an acting row stops after its token, a
+    free-text row runs to its budget (and says it was cut)."""
+    policy = Policy(build_model(tokenizer), tokenizer)
+    allowed = policy.single_token_ids(["check", "bet"])
+    out = TorchSampler(policy).generate(["You hold the King", "Opponent bets . You"] * 4, Sampling(max_new_tokens=6),
+                                        allowed_ids=[allowed, None] * 4, seed=5)
+    acting, free = out[0::2], out[1::2]
+    assert all(len(g.completion_ids) == 1 and g.text in ("check", "bet") and not g.truncated for g in acting)
+    assert any(len(g.completion_ids) > 1 for g in free)
+    assert all(g.truncated == (len(g.completion_ids) == 6 and tokenizer.eos_token_id not in g.completion_ids)
+               for g in free)
+
+
 def test_generation_batch_size_caps_each_forward_pass(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
     sampler = TorchSampler(policy)

@@ -10,6 +10,19 @@ state and its prompt through a few hooks: :meth:`~TextTaskEnv._start`,
 optional ones with defaults (how an answer is read, what an instance is drawn from, the
 retry note, the fallback action, the forfeit's worth, extra ``info`` keys, a summary).
 
+Two options every task shares:
+
+* ``action_labels="numbers"`` numbers the legal actions in the prompt (``1: look, 2:
+  inventory``), adds ``info["action_labels"]`` (``["1", "2", ...]``, in the order of
+  ``info["legal_actions"]``) and reads an answer that is exactly a label (in tags or bare)
+  as the action it labels; the names stay legal answers. A model that samples one token
+  per turn picks among the labels when the names are not single tokens (Household's
+  commands, WebShop's clicks).
+* ``instance_split="train"`` / ``"eval"`` draws only even / odd instances (WebShop splits
+  its instructions instead, see :class:`~mage_envs.tasks.webshop.WebShopEnv`), so that a
+  run evaluates on instances it never trained on; an explicit ``options["instance"]``
+  outside the split is refused. ``"all"`` (the default) draws from every instance.
+
 Example:
     >>> from mage_envs.tasks.sokoban import SokobanEnv
     >>> env = SokobanEnv(levels=["#####\\n#@$.#\\n#####"], invalid_action="forfeit")
@@ -38,6 +51,50 @@ from ..core.parsing import ParsedAction, parse_action
 
 #: What ``step`` returns: (observation, reward, terminated, truncated, info).
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+#: The values of ``action_labels``: no labels, or the numbers 1, 2, ...
+ACTION_LABELS = ("none", "numbers")
+#: The values of ``instance_split``: every instance, the training ones, the evaluation ones.
+INSTANCE_SPLITS = ("all", "train", "eval")
+#: The sentence a labelled prompt adds under its legal actions.
+LABEL_NOTE = "You may answer with an action's number instead of its name, e.g. <action>1</action>."
+#: Characters a prompt's budget adds for labels: the note, and Sokoban's four "n: " prefixes
+#: (the other tasks clip their list of legal actions to its own budget).
+LABEL_ROOM = 100
+
+
+def label_room(action_labels: str) -> int:
+    """The characters labels add to a prompt's budget.
+
+    Example:
+        >>> label_room("none"), label_room("numbers")
+        (0, 100)
+    """
+    return 0 if action_labels == "none" else LABEL_ROOM
+
+
+def labelled(legal: list[str], labels: list[str]) -> list[str]:
+    """The legal actions as a labelled prompt lists them (unchanged without labels).
+
+    Example:
+        >>> labelled(["look", "open fridge 1"], ["1", "2"]), labelled(["up"], [])
+        (['1: look', '2: open fridge 1'], ['up'])
+    """
+    if not labels:
+        return list(legal)
+    return [f"{label}: {action}" for label, action in zip(labels, legal)]
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``.
+
+    Example:
+        >>> check_choice("action_labels", "letters", ACTION_LABELS)
+        Traceback (most recent call last):
+            ...
+        ValueError: action_labels must be one of 'none', 'numbers', got 'letters'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
 def check_settings(render_mode: str | None, *counts: tuple[str, Any, int]) -> None:
@@ -67,6 +124,8 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             :class:`~mage_envs.core.contract.InvalidActionPolicy`.
         accept_bare: accept an answer that is exactly one action without tags.
         render_mode: ``None`` or ``"ansi"``.
+        action_labels: ``"none"`` or ``"numbers"`` (number the legal actions; see above).
+        instance_split: ``"all"``, ``"train"`` or ``"eval"`` (see above).
 
     A subclass checks its arguments with :func:`check_settings` before calling this
     ``__init__``, sets ``observation_space`` and ``_rules`` (the prompt's fixed head) and
@@ -86,7 +145,13 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         invalid_action: str | InvalidActionPolicy | dict[str, Any],
         accept_bare: bool,
         render_mode: str | None,
+        action_labels: str = "none",
+        instance_split: str = "all",
     ) -> None:
+        check_choice("action_labels", action_labels, ACTION_LABELS)
+        check_choice("instance_split", instance_split, INSTANCE_SPLITS)
+        self.action_labels = action_labels
+        self.instance_split = instance_split
         self.max_steps = int(max_steps)
         self.history_length = int(history_length)
         self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
@@ -112,9 +177,12 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             )
         instance = options.get("instance")
         if instance is None:
-            instance = self._draw_instance()
+            instance = self._split_draw(self._draw_instance())
         if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
             raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
+        if not self._in_split(int(instance)):
+            raise ValueError(f"instance {instance} is not in instance_split {self.instance_split!r} of {self.task_name} "
+                             "(train: even instances, eval: odd ones)")
         self._instance = int(instance)
         self._start(self._instance)
         self._steps = 0
@@ -129,7 +197,9 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             raise RuntimeError("call reset() before step()")
         if self._outcome is not None:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        parsed = self._read(action)
+        parsed = self._read_label(action)
+        if parsed.action is None:
+            parsed = self._read(action)
         if parsed.action is None:
             return self._invalid(parsed)
         return self._play(parsed.action, 0.0, None)
@@ -173,8 +243,44 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         return parse_action(answer, self._legal_actions(), accept_bare=self.accept_bare)
 
     def _draw_instance(self) -> int:
-        """The instance of an episode that ``reset`` was not given one for."""
+        """The instance of an episode that ``reset`` was not given one for (before the split)."""
         return self._rng.getrandbits(63)
+
+    def _split_draw(self, instance: int) -> int:
+        """A drawn instance moved into ``instance_split``: its even (train) or odd (eval) neighbour."""
+        if self.instance_split == "all":
+            return instance
+        return instance - instance % 2 + (self.instance_split == "eval")
+
+    def _in_split(self, instance: int) -> bool:
+        """Whether ``instance`` belongs to ``instance_split``."""
+        return self.instance_split == "all" or instance % 2 == (self.instance_split == "eval")
+
+    def _labels(self) -> list[str]:
+        """The labels of the legal actions now (``[]`` without ``action_labels``)."""
+        if self.action_labels == "none" or self._outcome is not None:
+            return []
+        return [str(i) for i in range(1, len(self._legal_actions()) + 1)]
+
+    def _listed_actions(self) -> list[str]:
+        """The legal actions as the prompt lists them (labelled when labels are on)."""
+        return labelled(self._legal_actions(), self._labels())
+
+    def _label_note(self) -> str:
+        """:data:`LABEL_NOTE` when labels are on, else ``""``."""
+        return LABEL_NOTE if self.action_labels != "none" else ""
+
+    def _read_label(self, answer: str) -> ParsedAction:
+        """The action whose label ``answer`` is (in tags or bare; played as a fallback plays
+        that legal action, e.g. WebShop's search form searches for the instruction), or an
+        empty result."""
+        labels = self._labels()
+        if not labels:
+            return ParsedAction(None)
+        parsed = parse_action(answer, labels, accept_bare=True)
+        if parsed.action is None:
+            return ParsedAction(None)
+        return ParsedAction(self._fallback_action(self._legal_actions()[int(parsed.action) - 1]))
 
     def _retry_notice(self, decision: InvalidDecision) -> str:
         """The retry note: what was wrong (the legal actions follow in the prompt)."""
@@ -230,6 +336,9 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             "instance": self._instance,
             **self._info_extras(),
         }
+        labels = self._labels()
+        if self.action_labels != "none":
+            info["action_labels"] = labels
         if self._outcome is not None:
             info.update(outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited)
             summary = self._summary()

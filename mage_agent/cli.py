@@ -28,7 +28,7 @@ from mage_envs.registration import game_of
 from mage_envs.transcripts import start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
-from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
+from .build import build_policy, env_kwargs, eval_env_kwargs, policy_agent, population_of, sampling_of
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
@@ -120,7 +120,7 @@ def evaluate_policy(
 
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name)
-    kwargs = env_kwargs(config)
+    kwargs = eval_env_kwargs(config)
     with policy.reusing_prefixes():
         report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                           meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
@@ -203,6 +203,23 @@ def _notes_to_stderr() -> Iterator[None]:
         log.setLevel(level)
 
 
+def evaluations(config: TrainConfig) -> dict[str, TrainConfig]:
+    """The evaluations a run makes, by file-name suffix: ``""`` (``eval.json``) with the
+    config's ``eval_env_options``, then ``"_<name>"`` for each of ``extra_evals`` (its
+    options over those).
+
+    Example:
+        >>> config = apply_overrides(TrainConfig(), {"env_id": "mage/WebShop-meta-v0",
+        ...     "eval_env_options": {"instance_split": "eval"}, "extra_evals": {"ood": {"split": "ood"}}})
+        >>> {suffix: c.env.eval_env_options for suffix, c in evaluations(config).items()}
+        {'': {'instance_split': 'eval'}, '_ood': {'instance_split': 'eval', 'split': 'ood'}}
+    """
+    runs = {"": config}
+    for name, options in config.env.extra_evals.items():
+        runs[f"_{name}"] = apply_overrides(config, {"eval_env_options": {**config.env.eval_env_options, **options}})
+    return runs
+
+
 def train_main(argv: Sequence[str]) -> int:
     """``mage train``: train, plot and evaluate; the exit status."""
     with _notes_to_stderr():
@@ -230,12 +247,15 @@ def _train(argv: Sequence[str]) -> int:
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
-        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet)
+        for suffix, evaluated in evaluations(config).items():
+            evaluate_policy(trainer.policy, evaluated, output / f"eval_untrained{suffix}.json", "untrained",
+                            progress=not args.quiet)
     trainer.train()
     if main and (output / "metrics.jsonl").exists():
         plot_training(output / "metrics.jsonl", output / "training.png")
     if main and config.run.eval_meta_episodes:
-        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet)
+        for suffix, evaluated in evaluations(config).items():
+            evaluate_policy(trainer.policy, evaluated, output / f"eval{suffix}.json", "trained", progress=not args.quiet)
     trainer.world.barrier()
     trainer.world.close()
     return 0

@@ -111,6 +111,12 @@ class EnvConfig:
     reward_scale: float = field(default=1.0, metadata={"help": "multiplies a game's payoffs (> 0)"})
     env_options: dict[str, Any] = field(default_factory=dict, metadata={
         "help": 'further gym.make arguments of the environment (JSON object, e.g. {"max_steps": 30})'})
+    eval_env_options: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": 'gym.make arguments the evaluations change over env_options (JSON object), e.g. '
+                '{"instance_split": "eval"}: a task evaluated on instances it never trained on'})
+    extra_evals: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
+        "help": 'further evaluations before and after training: name -> env options over eval_env_options (JSON '
+                'object), e.g. {"ood": {"split": "ood"}}; each writes eval_<name>.json and eval_untrained_<name>.json'})
 
 
 @dataclass

@@ -7,8 +7,9 @@ reward that followed, whether the answer was invalid, the phase, the episode ind
 the opponent archetype.
 
 With ``action_tokens=True`` (for small models whose vocabulary holds every action name as
-one token) an acting turn samples a single token among the legal action names; the env
-reads the bare name.
+one token) an acting turn samples a single token among the legal action names, or among
+their labels when the env numbers them (:func:`~mage_agent.agents.action_token_ids`); the
+env reads the bare name or label.
 
 Example:
     >>> from mage_agent.tiny import build_model, build_tokenizer
@@ -32,7 +33,7 @@ import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the environments)
 
-from .agents import answer_prefixes, with_question
+from .agents import action_token_ids, answer_prefixes, with_question
 from .policy import Policy, Sampling
 
 #: The archetype label of every turn in a single-agent task (one normalisation scope).
@@ -145,7 +146,7 @@ class RolloutRunner:
             active = list(range(count))
             turn_index = 0
             while active:
-                allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
+                allowed = [action_token_ids(policy, infos[i]) if action_tokens else None for i in active]
                 prompts = [observations[i] for i in active]
                 if answer_question and not action_tokens:
                     prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
@@ -177,12 +178,6 @@ class RolloutRunner:
                         still_active.append(i)
                 active = still_active
         return batch
-
-    @staticmethod
-    def _allowed(policy: Policy, info: dict[str, Any]) -> list[int] | None:
-        if info.get("phase", "act") != "act" or not info.get("legal_actions"):
-            return None
-        return policy.single_token_ids(info["legal_actions"])
 
     def close(self) -> None:
         for env in self.envs:

@@ -210,6 +210,12 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         return None
 
     @property
+    def prompt_preamble(self) -> str:
+        """The rules every prompt begins with (the text contract's optional preamble: a
+        meta-episode keeps it above the memory, so all prompts of a run share it)."""
+        return self._rules
+
+    @property
     def steps(self) -> int:
         """Steps (actions) taken in the current episode; retried answers are not steps."""
         return self._steps

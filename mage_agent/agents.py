@@ -71,7 +71,7 @@ def action_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
     labels' (``info["action_labels"]``, e.g. ``"1"``, ``"2"``: a task's numbered actions)
     when the env gives them, else the names'; ``None`` on a reflection, once the episode is
     over, or when the names are not single tokens and there are no labels. Labels that are
-    not single tokens raise ``ValueError`` (a tokenizer that splits ``"12"``, as SmolLM2's
+    not single (known) tokens raise ``ValueError`` (a tokenizer that splits ``"12"``, as SmolLM2's
     does, cannot pick the twelfth action in one token: answer in free text instead).
 
     Example:
@@ -89,8 +89,10 @@ def action_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
     if not labels:
         return policy.single_token_ids(legal)
     ids = policy.single_token_ids(labels)
-    if ids is None:
-        long = next(label for label, tokens in zip(labels, policy.encode_words(labels)) if len(tokens) != 1)
+    unknown = policy.tokenizer.unk_token_id
+    if ids is None or unknown in ids:
+        long = next(label for label, tokens in zip(labels, policy.encode_words(labels))
+                    if len(tokens) != 1 or tokens[0] == unknown)
         raise ValueError(f"the action label {long!r} is not one token of this tokenizer: one-token answers "
                          f"(action_tokens) cannot pick among {len(labels)} numbered actions; answer in free text "
                          "(action_tokens: false) or use the embedded tiny model")

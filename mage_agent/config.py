@@ -274,6 +274,10 @@ class TrainConfig:
             raise ValueError("max_sampling_draws must be >= 1")
         if self.algo.minibatch_size < 1:
             raise ValueError("minibatch_size must be >= 1")
+        bad = [name for name, options in self.env.extra_evals.items() if not isinstance(options, dict)]
+        if bad:
+            raise ValueError(f"extra_evals maps a name to env options (a JSON object); {bad[0]!r} maps to "
+                             f"{self.env.extra_evals[bad[0]]!r}")
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         check_env_id(self.env.env_id)

@@ -136,6 +136,8 @@ class TextTaskEnv(gym.Env[str, str], ABC):
 
     #: The task's name in error messages, e.g. ``"Sokoban"``.
     task_name: ClassVar[str]
+    #: The rules at the head of every prompt (set by the subclass's ``__init__``).
+    _rules: str
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(

@@ -82,6 +82,11 @@ def test_labels_the_tokenizer_does_not_know_are_refused() -> None:
         action_token_ids(policy, info)
 
 
+def test_extra_evals_must_map_names_to_env_options() -> None:
+    with pytest.raises(ValueError, match="extra_evals maps a name to env options"):
+        apply_overrides(TrainConfig(), {"extra_evals": {"ood": "ood"}})
+
+
 @pytest.mark.parametrize("task", TASKS)
 def test_each_example_trains_on_the_train_split_and_evaluates_on_the_rest(task: str) -> None:
     config = load_config(EXAMPLES / f"{task}.yaml")

@@ -95,7 +95,8 @@ def action_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
                     if len(tokens) != 1 or tokens[0] == unknown)
         raise ValueError(f"the action label {long!r} is not one token of this tokenizer: one-token answers "
                          f"(action_tokens) cannot pick among {len(labels)} numbered actions; answer in free text "
-                         "(action_tokens: false) or use the embedded tiny model")
+                         "(action_tokens: false), or use a tokenizer that holds every label as one word (the "
+                         "embedded tiny model of a task run holds 1 to 300)")
     return ids
 
 

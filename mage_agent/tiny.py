@@ -72,14 +72,21 @@ def env_corpus(
     return texts
 
 
+#: Labels a task corpus holds when its env numbers its actions: ``"1"`` .. ``"300"`` are
+#: then words of the vocabulary, however many actions the played states happened to show
+#: (a Household state can list 77 commands or more).
+MAX_LABEL = 300
+
+
 def task_corpus(env_id: str, env_kwargs: dict[str, Any], games: int = 8, seed: int = 0) -> list[str]:
     """Prompts of ``games`` meta-episodes of ``env_id`` (built with ``env_kwargs``) played at
-    random (a legal action, or its label, at every turn), deterministic in ``seed``.
+    random (a legal action, or its label, at every turn), deterministic in ``seed``; with
+    ``action_labels`` on, also the labels ``1`` .. :data:`MAX_LABEL`.
 
     Example:
         >>> texts = task_corpus("mage/Sokoban-meta-v0", {"max_steps": 3, "action_labels": "numbers"}, games=1)
-        >>> len(texts), "Legal actions: 1: up" in texts[0]
-        (12, True)
+        >>> len(texts), "Legal actions: 1: up" in texts[0], texts[-1].split()[-1]
+        (13, True, '300')
     """
     rng = random.Random(seed)
     env = gym.make(env_id, **env_kwargs)
@@ -95,6 +102,8 @@ def task_corpus(env_id: str, env_kwargs: dict[str, Any], games: int = 8, seed: i
                 texts.append(obs)
                 break
     env.close()
+    if env_kwargs.get("action_labels", "none") != "none":
+        texts.append(" ".join(str(label) for label in range(1, MAX_LABEL + 1)))
     return texts
 
 

@@ -80,12 +80,13 @@ def oracle_lengths(env_id: str, kwargs: dict[str, Any], seed: int, meta_episodes
     import gymnasium as gym
 
     env = gym.make(env_id, **kwargs)
+    task: Any = env.unwrapped  # a single-agent task: it has expert_actions() and max_steps
     lengths = []
     for j in range(meta_episodes):
         env.reset(seed=seed + j)
-        lengths.append(len(env.unwrapped.expert_actions() or []))
+        lengths.append(len(task.expert_actions() or []))
     env.close()
-    budget = env.unwrapped.max_steps
+    budget = task.max_steps
     return {"mean": float(np.mean(lengths)), "max": int(max(lengths)), "max_steps": budget,
             "all_within_budget": bool(max(lengths) <= budget)}
 

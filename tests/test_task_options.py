@@ -162,3 +162,12 @@ def test_household_numbers_its_commands_and_remembers_what_changed() -> None:
 def test_household_splits_its_games_by_parity() -> None:
     env = gym.make("mage/Household-v0", instance_split="eval", num_games=6)
     assert {env.reset(seed=s)[1]["instance"] for s in range(12)} <= {1, 3, 5}
+
+
+@pytest.mark.parametrize("env_id, kwargs", [
+    ("mage/Sokoban-meta-v0", {"action_labels": "numbers", "instance_split": "eval", "max_steps": 6}),
+    ("mage/WebShop-meta-v0", {"num_products": 300, "action_labels": "numbers", "instruction_search": True,
+                              "instance_split": "train", "max_steps": 5}),
+])
+def test_labelled_split_envs_follow_the_text_contract(env_id: str, kwargs: dict) -> None:
+    mage_envs.check_text_env(gym.make(env_id, **kwargs))

@@ -10,8 +10,8 @@ import pytest
 from task_helpers import act, play
 
 import mage_envs  # noqa: F401  (registers the task ids)
-from mage_envs.tasks.base import LABEL_NOTE, labelled
-from mage_envs.tasks.sokoban import SokobanEnv
+from mage_envs.tasks.base import LABEL_NOTE, labelled, split_half
+from mage_envs.tasks.sokoban import SokobanEnv, generate_level, parse_xsb
 from mage_envs.tasks.webshop import SEARCH_FORM, WebShopEnv
 from mage_envs.tasks.webshop.expert import expert_query
 from mage_envs.tasks.webshop.shop import open_shop, product_half
@@ -54,20 +54,41 @@ def test_unknown_option_values_are_refused(name: str, value: str) -> None:
 
 
 # ---------------------------------------------------------------- instance splits
+def rooms(split: str, seeds: range) -> dict[int, str]:
+    """Instance -> room (XSB) drawn by ``reset(seed=s)`` in ``split``."""
+    env = SokobanEnv(instance_split=split)
+    drawn = {}
+    for seed in seeds:
+        env.reset(seed=seed)
+        drawn[env._instance] = env.level.to_xsb()
+    return drawn
+
+
 def test_train_and_eval_draw_disjoint_rooms_and_all_draws_as_before() -> None:
-    drawn = {split: {SokobanEnv(instance_split=split).reset(seed=s)[1]["instance"] for s in range(200)}
-             for split in ("all", "train", "eval")}
-    assert all(k % 2 == 0 for k in drawn["train"]) and all(k % 2 == 1 for k in drawn["eval"])
-    assert len(drawn["train"]) == len(drawn["eval"]) == 200 and not drawn["train"] & drawn["eval"]
+    train, held = rooms("train", range(300)), rooms("eval", range(300))
+    assert len(train) == len(held) == 300
+    assert {split_half(room) for room in train.values()} == {"train"}
+    assert {split_half(room) for room in held.values()} == {"eval"}
+    assert not set(train.values()) & set(held.values())  # no room in both, whatever its number
+    assert len(set(train.values())) < len(train)  # small rooms do repeat across instance numbers
     before = {SokobanEnv().reset(seed=s)[1]["instance"] for s in range(200)}
-    assert drawn["all"] == before
+    assert set(rooms("all", range(200))) == before
 
 
 def test_an_instance_outside_the_split_is_refused() -> None:
     env = SokobanEnv(instance_split="train")
-    assert env.reset(options={"instance": 4})[1]["instance"] == 4
+    inside = next(k for k in range(50) if split_half(generate_level(k).level.to_xsb()) == "train")
+    outside = next(k for k in range(50) if split_half(generate_level(k).level.to_xsb()) == "eval")
+    assert env.reset(options={"instance": inside})[1]["instance"] == inside
     with pytest.raises(ValueError, match="not in instance_split 'train'"):
-        env.reset(options={"instance": 3})
+        env.reset(options={"instance": outside})
+
+
+def test_a_pool_without_instances_of_the_split_is_refused() -> None:
+    env = SokobanEnv(levels=[CORRIDOR], instance_split="eval" if split_half(
+        parse_xsb(CORRIDOR).to_xsb()) == "train" else "train")
+    with pytest.raises(ValueError, match="the pool is too small to split"):
+        env.reset(seed=0)
 
 
 def test_the_meta_episode_replays_its_room_inside_the_split() -> None:
@@ -77,7 +98,7 @@ def test_the_meta_episode_replays_its_room_inside_the_split() -> None:
     while not info["meta_done"]:
         _, _, _, _, info = env.step("up")
         seen.add(info["instance"])
-    assert len(seen) == 1 and seen.pop() % 2 == 1
+    assert len(seen) == 1 and split_half(generate_level(seen.pop()).level.to_xsb()) == "eval"
 
 
 def test_webshop_halves_split_the_products_and_their_instructions() -> None:
@@ -159,9 +180,10 @@ def test_household_numbers_its_commands_and_remembers_what_changed() -> None:
 
 
 @needs_textworld
-def test_household_splits_its_games_by_parity() -> None:
-    env = gym.make("mage/Household-v0", instance_split="eval", num_games=6)
-    assert {env.reset(seed=s)[1]["instance"] for s in range(12)} <= {1, 3, 5}
+def test_household_splits_its_games_by_their_content() -> None:
+    env = gym.make("mage/Household-v0", instance_split="eval", num_games=8)
+    drawn = {env.reset(seed=s)[1]["instance"] for s in range(12)}
+    assert drawn and {split_half(env.unwrapped._split_key(k)) for k in drawn} == {"eval"}
 
 
 @pytest.mark.parametrize("env_id, kwargs", [

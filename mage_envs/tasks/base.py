@@ -18,9 +18,11 @@ Two options every task shares:
   as the action it labels; the names stay legal answers. A model that samples one token
   per turn picks among the labels when the names are not single tokens (Household's
   commands, WebShop's clicks).
-* ``instance_split="train"`` / ``"eval"`` draws only even / odd instances (WebShop splits
-  its instructions instead, see :class:`~mage_envs.tasks.webshop.WebShopEnv`), so that a
-  run evaluates on instances it never trained on; an explicit ``options["instance"]``
+* ``instance_split="train"`` / ``"eval"`` draws only the instances whose *content* (a
+  Sokoban room, a Household game: :meth:`TextTaskEnv._split_key`) has an even / odd
+  SHA-256, so that a run evaluates on instances it never trained on: two instance numbers
+  that make the same room fall in the same half (WebShop splits its instructions instead,
+  see :class:`~mage_envs.tasks.webshop.WebShopEnv`). An explicit ``options["instance"]``
   outside the split is refused. ``"all"`` (the default) draws from every instance.
 
 Example:
@@ -38,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import random
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -82,6 +85,21 @@ def labelled(legal: list[str], labels: list[str]) -> list[str]:
     if not labels:
         return list(legal)
     return [f"{label}: {action}" for label, action in zip(labels, legal)]
+
+
+#: Draws an instance split may take to find one of its instances.
+MAX_SPLIT_DRAWS = 1000
+
+
+def split_half(key: str) -> str:
+    """``"train"`` or ``"eval"``: the half an instance whose content is ``key`` falls in
+    (the parity of its SHA-256).
+
+    Example:
+        >>> split_half("3"), split_half("0")
+        ('train', 'eval')
+    """
+    return "eval" if int(hashlib.sha256(key.encode()).hexdigest(), 16) % 2 else "train"
 
 
 def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
@@ -184,7 +202,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
         if not self._in_split(int(instance)):
             raise ValueError(f"instance {instance} is not in instance_split {self.instance_split!r} of {self.task_name} "
-                             "(train: even instances, eval: odd ones)")
+                             "(its content's SHA-256 decides its half)")
         self._instance = int(instance)
         self._start(self._instance)
         self._steps = 0
@@ -255,14 +273,23 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         return self._rng.getrandbits(63)
 
     def _split_draw(self, instance: int) -> int:
-        """A drawn instance moved into ``instance_split``: its even (train) or odd (eval) neighbour."""
-        if self.instance_split == "all":
-            return instance
-        return instance - instance % 2 + (self.instance_split == "eval")
+        """``instance`` if it is in ``instance_split``, else the first later draw that is
+        (``ValueError`` after :data:`MAX_SPLIT_DRAWS` draws)."""
+        for _ in range(MAX_SPLIT_DRAWS):
+            if self._in_split(instance):
+                return instance
+            instance = self._draw_instance()
+        raise ValueError(f"no instance of instance_split {self.instance_split!r} in {MAX_SPLIT_DRAWS} draws of "
+                         f"{self.task_name}: the pool is too small to split")
+
+    def _split_key(self, instance: int) -> str:
+        """What decides an instance's half: by default its number; a task whose numbers can
+        make the same content twice names the content (Sokoban's room, Household's game)."""
+        return str(instance)
 
     def _in_split(self, instance: int) -> bool:
         """Whether ``instance`` belongs to ``instance_split``."""
-        return self.instance_split == "all" or instance % 2 == (self.instance_split == "eval")
+        return self.instance_split == "all" or split_half(self._split_key(instance)) == self.instance_split
 
     def _labels(self) -> list[str]:
         """The labels of the legal actions now (``[]`` without ``action_labels``)."""

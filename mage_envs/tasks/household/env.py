@@ -25,7 +25,8 @@ format ``<action>open fridge 1</action>``.
   from drawer 1."``).
 * **Options** of every task (:mod:`~mage_envs.tasks.base`): ``action_labels="numbers"``
   numbers the admissible commands, so a model that samples one token picks a command by
-  its number; ``instance_split`` (train on even games, evaluate on odd ones).
+  its number; ``instance_split`` (the game's content decides its half: its scene, objects
+  and goal, or ALFWorld's game file).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers (drawn from
   ``range(num_games)``, or from ALFWorld's games) and the random fallback action come from
   a generator derived from it. ``reset(options={"instance": k})`` replays game ``k``.
@@ -194,6 +195,13 @@ class HouseholdEnv(TextTaskEnv):
 
     def _draw_instance(self) -> int:
         return self._rng.randrange(self.num_games)
+
+    def _split_key(self, instance: int) -> str:
+        """The game: ALFWorld's file, or the generated task's scene, objects and goal."""
+        if self._alfworld:
+            return str(self._alfworld[instance % len(self._alfworld)].path.parent.name)
+        task = make_task(instance)
+        return f"{task.scene}|{task.receptacles}|{task.items}|{task.goal}"
 
     def _legal_actions(self) -> list[str]:
         return list(self._playing()[1].admissible)

@@ -24,7 +24,8 @@ episode, the legal actions and the answer format ``<action>up</action>``.
   solved or not, where each box ended and the moves tried (``"Not solved after 100
   moves. Boxes ended at row 3 column 4 (off a goal). Moves: right x3, up, ..."``).
 * **Options** of every task (:mod:`~mage_envs.tasks.base`): ``action_labels`` and
-  ``instance_split`` (train on even levels, evaluate on odd ones).
+  ``instance_split`` (the room's XSB text decides its half: an evaluated room never
+  appears in training, whatever its instance number).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers and the random
   fallback action come from a generator derived from it. ``reset(options={"instance": k})``
   replays level ``k`` exactly.
@@ -152,6 +153,12 @@ class SokobanEnv(TextTaskEnv):
 
     def _legal_actions(self) -> list[str]:
         return list(DIRECTIONS)
+
+    def _split_key(self, instance: int) -> str:
+        """The room itself (its XSB text, player included): small rooms repeat across instances."""
+        if self.levels is not None:
+            return self.levels[instance % len(self.levels)].to_xsb()
+        return generate_level(instance, self.width, self.height, self.num_boxes).level.to_xsb()
 
     def _read(self, answer: str) -> ParsedAction:
         """An exact ``<action>direction</action>`` skips the parser."""

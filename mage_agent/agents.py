@@ -63,19 +63,47 @@ class PolicyAgent:
         ]
         if self.answer_question:
             prompts = [with_question(prompt, info) for prompt, info in zip(prompts, infos)]
-        allowed = None
-        if self.action_tokens:
-            allowed = [
-                self.policy.single_token_ids(info["legal_actions"])
-                if info.get("phase", "act") == "act" and info.get("legal_actions") else None
-                for info in infos
-            ]
+        allowed = [action_token_ids(self.policy, info) for info in infos] if self.action_tokens else None
         generations = self.sampler.generate(prompts, self.sampling, allowed_ids=allowed, seed=next(self._seeds),
                                             prefixes=answer_prefixes(infos, self.answer_prefix))
         return [g.text for g in generations]
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         return self.act_batch([observation], [info])[0]
+
+
+def action_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
+    """The tokens a one-token answer may take on this turn: one per legal action, the
+    labels' (``info["action_labels"]``, e.g. ``"1"``, ``"2"``: a task's numbered actions)
+    when the env gives them, else the names'; ``None`` on a reflection, once the episode is
+    over, or when the names are not single tokens and there are no labels. Labels that are
+    not single (known) tokens raise ``ValueError`` (a tokenizer that splits ``"12"``, as SmolLM2's
+    does, cannot pick the twelfth action in one token: answer in free text instead).
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> tok = build_tokenizer(["1 2 open fridge"])
+        >>> policy = Policy(build_model(tok), tok)
+        >>> info = {"phase": "act", "legal_actions": ["open fridge 1", "open fridge 2"], "action_labels": ["1", "2"]}
+        >>> action_token_ids(policy, info) == [tok.convert_tokens_to_ids(w) for w in ("1", "2")]
+        True
+    """
+    legal = info.get("legal_actions")
+    if info.get("phase", "act") != "act" or not legal:
+        return None
+    labels = info.get("action_labels")
+    if not labels:
+        return policy.single_token_ids(legal)
+    ids = policy.single_token_ids(labels)
+    unknown = policy.tokenizer.unk_token_id
+    if ids is None or unknown in ids:
+        long = next(label for label, tokens in zip(labels, policy.encode_words(labels))
+                    if len(tokens) != 1 or tokens[0] == unknown)
+        raise ValueError(f"the action label {long!r} is not one token of this tokenizer: one-token answers "
+                         f"(action_tokens) cannot pick among {len(labels)} numbered actions; answer in free text "
+                         "(action_tokens: false), or use a tokenizer that holds every label as one word (the "
+                         "embedded tiny model of a task run holds 1 to 300)")
+    return ids
 
 
 #: The last line that free-text acting prompts get with ``answer_question`` (it names the

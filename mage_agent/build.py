@@ -28,7 +28,7 @@ from .packing import supports
 from .policy import LoraSettings, Policy, default_dtype
 from .pretrained import resolve_model_path
 from .sampling import Sampling
-from .tiny import TinyConfig, create_tiny
+from .tiny import TinyConfig, create_tiny, task_corpus
 
 TINY = "tiny"
 LOG = logging.getLogger(__name__)
@@ -122,13 +122,18 @@ def threads_for(threads: int, model: torch.nn.Module) -> int:
 
 
 def base_model_path(config: TrainConfig, output: Path) -> str:
-    """The model to start from: the embedded tiny model is built once into the run folder;
-    an embedded pretrained model (``smollm2-135m``) resolves to its converted folder."""
+    """The model to start from: the embedded tiny model is built once into the run folder
+    (for a single-agent task with the words of its prompts, played with the run's env
+    options on training instances, appended to the games' vocabulary); an embedded
+    pretrained model (``smollm2-135m``) resolves to its converted folder."""
     if config.model.name_or_path != TINY:
         return resolve_model_path(config.model.name_or_path)
     path = output / "base_model"
     if not (path / "config.json").exists():
-        create_tiny(path, TinyConfig(seed=config.run.seed))
+        tiny = TinyConfig(seed=config.run.seed)
+        task = game_of(config.env.env_id) is None
+        texts = task_corpus(config.env.env_id, env_kwargs(config), tiny.task_games, tiny.seed) if task else []
+        create_tiny(path, tiny, texts)
     return str(path)
 
 
@@ -281,3 +286,17 @@ def env_kwargs(config: TrainConfig) -> dict[str, Any]:
             opponent=list(population) + [o for o in env.heldout if o not in population],
         )
     return kwargs
+
+
+def eval_env_kwargs(config: TrainConfig) -> dict[str, Any]:
+    """The evaluations' ``gym.make`` arguments: :func:`env_kwargs` with ``eval_env_options``
+    over them.
+
+    Example:
+        >>> from mage_agent.config import apply_overrides
+        >>> config = apply_overrides(TrainConfig(), {"env_id": "mage/Sokoban-meta-v0",
+        ...     "env_options": {"instance_split": "train"}, "eval_env_options": {"instance_split": "eval"}})
+        >>> env_kwargs(config)["instance_split"], eval_env_kwargs(config)["instance_split"]
+        ('train', 'eval')
+    """
+    return {**env_kwargs(config), **config.env.eval_env_options}

@@ -29,7 +29,7 @@ from mage_envs.registration import game_of
 from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
-from .build import build_policy, env_kwargs, policy_agent, population_of, sampling_of
+from .build import build_policy, env_kwargs, eval_env_kwargs, policy_agent, population_of, sampling_of
 from .checkpoint import latest_checkpoint
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
@@ -136,7 +136,7 @@ def evaluate_policy(
 
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name)
-    kwargs = env_kwargs(config)
+    kwargs = eval_env_kwargs(config)
     with agent.sampler.reusing_prefixes():
         report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
                           meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
@@ -236,6 +236,23 @@ def library_progress_bars(shown: bool) -> Iterator[None]:
         (hf_logging.enable_progress_bar if before else hf_logging.disable_progress_bar)()
 
 
+def evaluations(config: TrainConfig) -> dict[str, TrainConfig]:
+    """The evaluations a run makes, by file-name suffix: ``""`` (``eval.json``) with the
+    config's ``eval_env_options``, then ``"_<name>"`` for each of ``extra_evals`` (its
+    options over those).
+
+    Example:
+        >>> config = apply_overrides(TrainConfig(), {"env_id": "mage/WebShop-meta-v0",
+        ...     "eval_env_options": {"instance_split": "eval"}, "extra_evals": {"ood": {"split": "ood"}}})
+        >>> {suffix: c.env.eval_env_options for suffix, c in evaluations(config).items()}
+        {'': {'instance_split': 'eval'}, '_ood': {'instance_split': 'eval', 'split': 'ood'}}
+    """
+    runs = {"": config}
+    for name, options in config.env.extra_evals.items():
+        runs[f"_{name}"] = apply_overrides(config, {"eval_env_options": {**config.env.eval_env_options, **options}})
+    return runs
+
+
 def train_main(argv: Sequence[str] | None = None, base: TrainConfig | None = None, prog: str = "mage train",
                description: str = TRAIN_DESCRIPTION) -> int:
     """``mage train``: train, plot and evaluate; the exit status. An example passes its own
@@ -265,14 +282,17 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
-        evaluate_policy(trainer.policy, config, output / "eval_untrained.json", "untrained", progress=not args.quiet,
-                        transcript=start_transcript(output / "transcript_untrained.jsonl", overwrite=True))
+        for suffix, evaluated in evaluations(config).items():
+            evaluate_policy(trainer.policy, evaluated, output / f"eval_untrained{suffix}.json", "untrained",
+                            progress=not args.quiet,
+                            transcript=start_transcript(output / f"transcript_untrained{suffix}.jsonl", overwrite=True))
     trainer.train()
     if main and (output / "metrics.jsonl").exists():
         plot_training(output / "metrics.jsonl", output / "training.png")
     if main and config.run.eval_meta_episodes:  # a sample of transcripts, so that every run can be replayed
-        evaluate_policy(trainer.policy, config, output / "eval.json", "trained", progress=not args.quiet,
-                        transcript=start_transcript(output / "transcript_trained.jsonl", overwrite=True))
+        for suffix, evaluated in evaluations(config).items():
+            evaluate_policy(trainer.policy, evaluated, output / f"eval{suffix}.json", "trained", progress=not args.quiet,
+                            transcript=start_transcript(output / f"transcript_trained{suffix}.jsonl", overwrite=True))
     trainer.world.barrier()
     trainer.world.close()
     return 0

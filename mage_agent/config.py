@@ -115,6 +115,12 @@ class EnvConfig:
     reward_scale: float = field(default=1.0, metadata={"help": "multiplies a game's payoffs (> 0)"})
     env_options: dict[str, Any] = field(default_factory=dict, metadata={
         "help": 'further gym.make arguments of the environment (JSON object, e.g. {"max_steps": 30})'})
+    eval_env_options: dict[str, Any] = field(default_factory=dict, metadata={
+        "help": 'gym.make arguments the evaluations change over env_options (JSON object), e.g. '
+                '{"instance_split": "eval"}: a task evaluated on instances it never trained on'})
+    extra_evals: dict[str, dict[str, Any]] = field(default_factory=dict, metadata={
+        "help": 'further evaluations before and after training: name -> env options over eval_env_options (JSON '
+                'object), e.g. {"ood": {"split": "ood"}}; each writes eval_<name>.json and eval_untrained_<name>.json'})
 
 
 @dataclass
@@ -298,6 +304,10 @@ class TrainConfig:
             raise ValueError("league_interval and league_pool_size must be >= 1 and league_pfsp_power >= 0")
         if not 0 < league.league_share < 1:
             raise ValueError(f"league_share must be in (0, 1), got {league.league_share}")
+        bad = [name for name, options in self.env.extra_evals.items() if not isinstance(options, dict)]
+        if bad:
+            raise ValueError(f"extra_evals maps a name to env options (a JSON object); {bad[0]!r} maps to "
+                             f"{self.env.extra_evals[bad[0]]!r}")
         if any(not weight > 0 for weight in self.algo.reward_weights.values()):
             raise ValueError(f"reward_weights must be positive, got {self.algo.reward_weights}")
         check_env_id(self.env.env_id)

@@ -8,8 +8,9 @@ tokens, log-probs, the reward that followed, whether the answer was invalid, the
 episode index and the opponent archetype.
 
 With ``action_tokens=True`` (for small models whose vocabulary holds every action name as
-one token) an acting turn samples a single token among the legal action names; the env
-reads the bare name.
+one token) an acting turn samples a single token among the legal action names, or among
+their labels when the env numbers them (:func:`~mage_agent.agents.action_token_ids`); the
+env reads the bare name or label.
 
 Example:
     >>> from mage_agent.tiny import build_model, build_tokenizer
@@ -36,7 +37,7 @@ import mage_envs  # noqa: F401  (registers the environments)
 from mage_envs.games.engine import OpenSpielGameEnv
 from mage_envs.opponents import Opponent, as_population
 
-from .agents import answer_prefixes, with_question
+from .agents import action_token_ids, answer_prefixes, with_question
 from .policy import Policy
 from .sampling import Sampler, Sampling, TorchSampler
 
@@ -156,7 +157,7 @@ class RolloutRunner:
             active = list(range(count))
             turn_index = 0
             while active:
-                allowed = [self._allowed(policy, infos[i]) if action_tokens else None for i in active]
+                allowed = [action_token_ids(policy, infos[i]) if action_tokens else None for i in active]
                 prompts = [observations[i] for i in active]
                 if answer_question and not action_tokens:
                     prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
@@ -190,12 +191,6 @@ class RolloutRunner:
                         still_active.append(i)
                 active = still_active
         return batch
-
-    @staticmethod
-    def _allowed(policy: Policy, info: dict[str, Any]) -> list[int] | None:
-        if info.get("phase", "act") != "act" or not info.get("legal_actions"):
-            return None
-        return policy.single_token_ids(info["legal_actions"])
 
     def set_opponents(self, members: list[str | Opponent]) -> None:
         """Make every env's opponent population ``members`` (archetype ids or instances), so

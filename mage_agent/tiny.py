@@ -3,7 +3,10 @@ locally on the environments' own text. Nothing is downloaded.
 
 The tokenizer is a word-level vocabulary over the words and punctuation of the prompts the
 registered games emit (collected by playing random games), so every legal action name is
-one token. Both are written with ``save_pretrained`` and load back with
+one token. A run on a single-agent task extends it with the words of that task's prompts
+(:func:`task_corpus`, played with the run's env options), appended after the games' ids
+(:func:`extend_tokenizer`): the games' tokenizer, and so the default run's model, stay as
+they were. Both are written with ``save_pretrained`` and load back with
 ``AutoTokenizer`` / ``AutoModelForCausalLM`` like any checkpoint.
 
 Example:
@@ -15,9 +18,10 @@ Example:
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Iterable
 
 import gymnasium as gym
 import torch
@@ -42,6 +46,8 @@ class TinyConfig:
     max_position_embeddings: int = 1024
     corpus_games: int = 60
     seed: int = 0
+    #: meta-episodes of a single-agent task played for its words (:func:`task_corpus`)
+    task_games: int = 8
 
 
 def env_corpus(
@@ -64,6 +70,74 @@ def env_corpus(
                         texts.append(obs)
                         break
     return texts
+
+
+#: Labels a task corpus holds when its env numbers its actions: ``"1"`` .. ``"300"`` are
+#: then words of the vocabulary, however many actions the played states happened to show
+#: (a Household state can list 77 commands or more).
+MAX_LABEL = 300
+
+
+def task_corpus(env_id: str, env_kwargs: dict[str, Any], games: int = 8, seed: int = 0) -> list[str]:
+    """Prompts of ``games`` meta-episodes of ``env_id`` (built with ``env_kwargs``) played at
+    random (a legal action, or its label, at every turn), deterministic in ``seed``; with
+    ``action_labels`` on, also the labels ``1`` .. :data:`MAX_LABEL`.
+
+    Example:
+        >>> texts = task_corpus("mage/Sokoban-meta-v0", {"max_steps": 3, "action_labels": "numbers"}, games=1)
+        >>> len(texts), "Legal actions: 1: up" in texts[0], texts[-1].split()[-1]
+        (13, True, '300')
+    """
+    rng = random.Random(seed)
+    env = gym.make(env_id, **env_kwargs)
+    texts: list[str] = []
+    for game in range(games):
+        obs, info = env.reset(seed=seed + game)
+        while True:
+            texts.append(obs)
+            legal = info.get("action_labels") or info.get("legal_actions") or []
+            answer = "<reflection>ok</reflection>" if info.get("phase") == "reflect" or not legal else rng.choice(legal)
+            obs, _, terminated, truncated, info = env.step(answer)
+            if terminated or truncated:
+                texts.append(obs)
+                break
+    env.close()
+    if env_kwargs.get("action_labels", "none") != "none":
+        texts.append(" ".join(str(label) for label in range(1, MAX_LABEL + 1)))
+    return texts
+
+
+def extend_tokenizer(tokenizer: PreTrainedTokenizerFast, texts: Iterable[str]) -> PreTrainedTokenizerFast:
+    """``tokenizer`` (a word-level one, as :func:`build_tokenizer` makes) with the words of
+    ``texts`` it lacks appended after its ids, the most frequent first (ties in
+    alphabetical order); the same tokenizer when nothing is missing. Every existing word
+    keeps its id.
+
+    Example:
+        >>> base = build_tokenizer(["check bet"])
+        >>> extended = extend_tokenizer(base, ["up up, check"])
+        >>> old, new = base.get_vocab(), extended.get_vocab()
+        >>> all(new[word] == i for word, i in old.items()), [new[word] - len(base) for word in ("up", ",")]
+        (True, [0, 1])
+        >>> extended.convert_ids_to_tokens(extended("up, check")["input_ids"])
+        ['up', ',', 'check']
+    """
+    core = tokenizer.backend_tokenizer
+    vocab = core.get_vocab()
+    pre = core.pre_tokenizer
+    counts: Counter[str] = Counter(
+        word for text in texts for word, _ in pre.pre_tokenize_str(text) if word not in vocab
+    )
+    if not counts:
+        return tokenizer
+    new = sorted(counts, key=lambda word: (-counts[word], word))
+    extended = dict(vocab)
+    extended.update({word: len(vocab) + i for i, word in enumerate(new)})
+    grown = Tokenizer(models.WordLevel(vocab=extended, unk_token=SPECIAL_TOKENS["unk_token"]))
+    grown.pre_tokenizer = pre
+    grown.decoder = core.decoder
+    grown.add_special_tokens(list(SPECIAL_TOKENS.values()))
+    return PreTrainedTokenizerFast(tokenizer_object=grown, **SPECIAL_TOKENS)
 
 
 def build_tokenizer(texts: Iterable[str]) -> PreTrainedTokenizerFast:
@@ -95,10 +169,11 @@ def build_model(tokenizer: PreTrainedTokenizerFast, config: TinyConfig = TinyCon
     return LlamaForCausalLM(llama)
 
 
-def create_tiny(path: str | Path, config: TinyConfig = TinyConfig()) -> Path:
-    """Build the tokenizer and model and ``save_pretrained`` both into ``path``."""
+def create_tiny(path: str | Path, config: TinyConfig = TinyConfig(), task_texts: Iterable[str] = ()) -> Path:
+    """Build the tokenizer (extended with the words of ``task_texts``, e.g. a
+    :func:`task_corpus`) and model and ``save_pretrained`` both into ``path``."""
     path = Path(path)
-    tokenizer = build_tokenizer(env_corpus(config.corpus_games, config.seed))
+    tokenizer = extend_tokenizer(build_tokenizer(env_corpus(config.corpus_games, config.seed)), task_texts)
     model = build_model(tokenizer, config)
     path.mkdir(parents=True, exist_ok=True)
     tokenizer.save_pretrained(path)

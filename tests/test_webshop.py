@@ -476,7 +476,8 @@ def test_truncation_after_max_steps_pays_nothing() -> None:
     steps = play(env, [act("search[lamp]"), act("click[next >]"), act("click[< prev]")])
     _obs, reward, terminated, truncated, info = steps[-1]
     assert (reward, terminated, truncated, info["outcome"], info["success"]) == (0.0, False, True, "loss", False)
-    assert "purchase" not in info and info["summary"] == "Bought nothing in 3 actions."
+    assert "purchase" not in info
+    assert info["summary"] == "Bought nothing in 3 actions. Actions: search[lamp] -> click[next >] -> click[< prev]."
 
 
 def test_search_from_any_page_reviews_and_the_page_past_the_last() -> None:

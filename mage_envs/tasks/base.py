@@ -10,6 +10,21 @@ state and its prompt through a few hooks: :meth:`~TextTaskEnv._start`,
 optional ones with defaults (how an answer is read, what an instance is drawn from, the
 retry note, the fallback action, the forfeit's worth, extra ``info`` keys, a summary).
 
+Two options every task shares:
+
+* ``action_labels="numbers"`` numbers the legal actions in the prompt (``1: look, 2:
+  inventory``), adds ``info["action_labels"]`` (``["1", "2", ...]``, in the order of
+  ``info["legal_actions"]``) and reads an answer that is exactly a label (in tags or bare)
+  as the action it labels; the names stay legal answers. A model that samples one token
+  per turn picks among the labels when the names are not single tokens (Household's
+  commands, WebShop's clicks).
+* ``instance_split="train"`` / ``"eval"`` draws only the instances whose *content* (a
+  Sokoban room, a Household game: :meth:`TextTaskEnv._split_key`) has an even / odd
+  SHA-256, so that a run evaluates on instances it never trained on: two instance numbers
+  that make the same room fall in the same half (WebShop splits its instructions instead,
+  see :class:`~mage_envs.tasks.webshop.WebShopEnv`). An explicit ``options["instance"]``
+  outside the split is refused. ``"all"`` (the default) draws from every instance.
+
 Example:
     >>> from mage_envs.tasks.sokoban import SokobanEnv
     >>> env = SokobanEnv(levels=["#####\\n#@$.#\\n#####"], invalid_action="forfeit")
@@ -25,6 +40,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import random
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
@@ -38,6 +54,65 @@ from ..core.parsing import ParsedAction, parse_action
 
 #: What ``step`` returns: (observation, reward, terminated, truncated, info).
 StepResult = tuple[str, float, bool, bool, dict[str, Any]]
+#: The values of ``action_labels``: no labels, or the numbers 1, 2, ...
+ACTION_LABELS = ("none", "numbers")
+#: The values of ``instance_split``: every instance, the training ones, the evaluation ones.
+INSTANCE_SPLITS = ("all", "train", "eval")
+#: The sentence a labelled prompt adds under its legal actions.
+LABEL_NOTE = "You may answer with an action's number instead of its name, e.g. <action>1</action>."
+#: Characters a prompt's budget adds for labels: the note, and Sokoban's four "n: " prefixes
+#: (the other tasks clip their list of legal actions to its own budget).
+LABEL_ROOM = 100
+
+
+def label_room(action_labels: str) -> int:
+    """The characters labels add to a prompt's budget.
+
+    Example:
+        >>> label_room("none"), label_room("numbers")
+        (0, 100)
+    """
+    return 0 if action_labels == "none" else LABEL_ROOM
+
+
+def labelled(legal: list[str], labels: list[str]) -> list[str]:
+    """The legal actions as a labelled prompt lists them (unchanged without labels).
+
+    Example:
+        >>> labelled(["look", "open fridge 1"], ["1", "2"]), labelled(["up"], [])
+        (['1: look', '2: open fridge 1'], ['up'])
+    """
+    if not labels:
+        return list(legal)
+    return [f"{label}: {action}" for label, action in zip(labels, legal)]
+
+
+#: Draws an instance split may take to find one of its instances.
+MAX_SPLIT_DRAWS = 1000
+
+
+def split_half(key: str) -> str:
+    """``"train"`` or ``"eval"``: the half an instance whose content is ``key`` falls in
+    (the parity of its SHA-256).
+
+    Example:
+        >>> split_half("3"), split_half("0")
+        ('train', 'eval')
+    """
+    return "eval" if int(hashlib.sha256(key.encode()).hexdigest(), 16) % 2 else "train"
+
+
+def check_choice(name: str, value: Any, choices: tuple[str, ...]) -> None:
+    """``ValueError`` unless ``value`` is one of ``choices``.
+
+    Example:
+        >>> check_choice("action_labels", "letters", ACTION_LABELS)
+        Traceback (most recent call last):
+            ...
+        ValueError: action_labels must be one of 'none', 'numbers', got 'letters'
+    """
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
 
 
 def check_settings(render_mode: str | None, *counts: tuple[str, Any, int]) -> None:
@@ -67,6 +142,8 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             :class:`~mage_envs.core.contract.InvalidActionPolicy`.
         accept_bare: accept an answer that is exactly one action without tags.
         render_mode: ``None`` or ``"ansi"``.
+        action_labels: ``"none"`` or ``"numbers"`` (number the legal actions; see above).
+        instance_split: ``"all"``, ``"train"`` or ``"eval"`` (see above).
 
     A subclass checks its arguments with :func:`check_settings` before calling this
     ``__init__``, sets ``observation_space`` and ``_rules`` (the prompt's fixed head) and
@@ -77,6 +154,8 @@ class TextTaskEnv(gym.Env[str, str], ABC):
 
     #: The task's name in error messages, e.g. ``"Sokoban"``.
     task_name: ClassVar[str]
+    #: The rules at the head of every prompt (set by the subclass's ``__init__``).
+    _rules: str
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
@@ -86,7 +165,13 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         invalid_action: str | InvalidActionPolicy | dict[str, Any],
         accept_bare: bool,
         render_mode: str | None,
+        action_labels: str = "none",
+        instance_split: str = "all",
     ) -> None:
+        check_choice("action_labels", action_labels, ACTION_LABELS)
+        check_choice("instance_split", instance_split, INSTANCE_SPLITS)
+        self.action_labels = action_labels
+        self.instance_split = instance_split
         self.max_steps = int(max_steps)
         self.history_length = int(history_length)
         self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
@@ -112,9 +197,12 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             )
         instance = options.get("instance")
         if instance is None:
-            instance = self._draw_instance()
+            instance = self._split_draw(self._draw_instance())
         if not isinstance(instance, (int, np.integer)) or isinstance(instance, bool) or instance < 0:
             raise ValueError(f"options['instance'] must be a non-negative integer, got {instance!r}")
+        if not self._in_split(int(instance)):
+            raise ValueError(f"instance {instance} is not in instance_split {self.instance_split!r} of {self.task_name} "
+                             "(its content's SHA-256 decides its half)")
         self._instance = int(instance)
         self._start(self._instance)
         self._steps = 0
@@ -129,7 +217,9 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             raise RuntimeError("call reset() before step()")
         if self._outcome is not None:
             raise RuntimeError("the episode is over; call reset() to start a new one")
-        parsed = self._read(action)
+        parsed = self._read_label(action)
+        if parsed.action is None:
+            parsed = self._read(action)
         if parsed.action is None:
             return self._invalid(parsed)
         return self._play(parsed.action, 0.0, None)
@@ -138,6 +228,12 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         if self.render_mode == "ansi":
             return self._compose(None) if self._started else ""
         return None
+
+    @property
+    def prompt_preamble(self) -> str:
+        """The rules every prompt begins with (the text contract's optional preamble: a
+        meta-episode keeps it above the memory, so all prompts of a run share it)."""
+        return self._rules
 
     @property
     def steps(self) -> int:
@@ -173,8 +269,53 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         return parse_action(answer, self._legal_actions(), accept_bare=self.accept_bare)
 
     def _draw_instance(self) -> int:
-        """The instance of an episode that ``reset`` was not given one for."""
+        """The instance of an episode that ``reset`` was not given one for (before the split)."""
         return self._rng.getrandbits(63)
+
+    def _split_draw(self, instance: int) -> int:
+        """``instance`` if it is in ``instance_split``, else the first later draw that is
+        (``ValueError`` after :data:`MAX_SPLIT_DRAWS` draws)."""
+        for _ in range(MAX_SPLIT_DRAWS):
+            if self._in_split(instance):
+                return instance
+            instance = self._draw_instance()
+        raise ValueError(f"no instance of instance_split {self.instance_split!r} in {MAX_SPLIT_DRAWS} draws of "
+                         f"{self.task_name}: the pool is too small to split")
+
+    def _split_key(self, instance: int) -> str:
+        """What decides an instance's half: by default its number; a task whose numbers can
+        make the same content twice names the content (Sokoban's room, Household's game)."""
+        return str(instance)
+
+    def _in_split(self, instance: int) -> bool:
+        """Whether ``instance`` belongs to ``instance_split``."""
+        return self.instance_split == "all" or split_half(self._split_key(instance)) == self.instance_split
+
+    def _labels(self) -> list[str]:
+        """The labels of the legal actions now (``[]`` without ``action_labels``)."""
+        if self.action_labels == "none" or self._outcome is not None:
+            return []
+        return [str(i) for i in range(1, len(self._legal_actions()) + 1)]
+
+    def _listed_actions(self) -> list[str]:
+        """The legal actions as the prompt lists them (labelled when labels are on)."""
+        return labelled(self._legal_actions(), self._labels())
+
+    def _label_note(self) -> str:
+        """:data:`LABEL_NOTE` when labels are on, else ``""``."""
+        return LABEL_NOTE if self.action_labels != "none" else ""
+
+    def _read_label(self, answer: str) -> ParsedAction:
+        """The action whose label ``answer`` is (in tags or bare; played as a fallback plays
+        that legal action, e.g. WebShop's search form searches for the instruction), or an
+        empty result."""
+        labels = self._labels()
+        if not labels:
+            return ParsedAction(None)
+        parsed = parse_action(answer, labels, accept_bare=True)
+        if parsed.action is None:
+            return ParsedAction(None)
+        return ParsedAction(self._fallback_action(self._legal_actions()[int(parsed.action) - 1]))
 
     def _retry_notice(self, decision: InvalidDecision) -> str:
         """The retry note: what was wrong (the legal actions follow in the prompt)."""
@@ -230,6 +371,9 @@ class TextTaskEnv(gym.Env[str, str], ABC):
             "instance": self._instance,
             **self._info_extras(),
         }
+        labels = self._labels()
+        if self.action_labels != "none":
+            info["action_labels"] = labels
         if self._outcome is not None:
             info.update(outcome=self._outcome, success=self._outcome == "win", forfeit=self._forfeited)
             summary = self._summary()

@@ -19,7 +19,14 @@ format ``<action>open fridge 1</action>``.
   verl-agent; ``"loss"``). ``success`` is ``outcome == "win"``.
 * **info**: ``legal_actions``, ``invalid_action``, ``instance``, ``opponent=None``,
   ``seat=0``, ``task_type`` (ALFWorld's name), ``goal``; at the end ``outcome``,
-  ``success``, ``forfeit`` and ``summary`` (one line for the meta-episode memory).
+  ``success``, ``forfeit`` and ``summary`` (for the meta-episode memory: the task, done or
+  not, and the commands that changed something, in order: ``"Task 'put a mug in desk 1.'
+  not done after 50 actions. Commands that changed something: open drawer 1, take mug 1
+  from drawer 1."``).
+* **Options** of every task (:mod:`~mage_envs.tasks.base`): ``action_labels="numbers"``
+  numbers the admissible commands, so a model that samples one token picks a command by
+  its number; ``instance_split`` (the game's content decides its half: its scene, objects
+  and goal, or ALFWorld's game file).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers (drawn from
   ``range(num_games)``, or from ALFWorld's games) and the random fallback action come from
   a generator derived from it. ``reset(options={"instance": k})`` replays game ``k``.
@@ -49,12 +56,12 @@ from typing import Any, ClassVar
 from gymnasium import spaces
 
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
-from ..base import TextTaskEnv, check_settings
+from ..base import TextTaskEnv, check_settings, label_room
 from .alfworld import AlfworldGame, alfworld_games, goal_from_intro, names_wrapper
 from .builder import game_file
 from .session import GameSession, Turn
 from .tasks import make_task
-from .text import feedback_block, history_block, legal_block, observation_budget, rules, task_block
+from .text import done_commands, feedback_block, history_block, legal_block, observation_budget, rules, task_block
 
 SUCCESS_REWARD = 1.0
 #: Instances that ``reset()`` draws from when none is given (generated games).
@@ -92,6 +99,7 @@ class HouseholdEnv(TextTaskEnv):
             ``k % len(games)``.
         alfworld_data: ALFWorld's data folder (default ``$ALFWORLD_DATA``).
         render_mode: ``None`` or ``"ansi"``.
+        action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
     """
 
     task_name: ClassVar[str] = "Household"
@@ -107,18 +115,22 @@ class HouseholdEnv(TextTaskEnv):
         alfworld_split: str | None = None,
         alfworld_data: str | Path | None = None,
         render_mode: str | None = None,
+        action_labels: str = "none",
+        instance_split: str = "all",
     ) -> None:
         check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1),
                        ("num_games", num_games, 1))
         _require_textworld()
-        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode)
+        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
+                         instance_split)
         self.cache_dir = cache_dir
         self.alfworld_split = alfworld_split
         self._alfworld: tuple[AlfworldGame, ...] = ()
         if alfworld_split is not None:
             self._alfworld = alfworld_games(alfworld_split, alfworld_data)
         self.num_games = len(self._alfworld) or int(num_games)
-        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length))
+        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length)
+                                                        + label_room(action_labels))
         self._rules = rules(self.max_steps, alfworld=bool(self._alfworld))
         self._session: GameSession | None = None
         self._turn: Turn | None = None
@@ -184,6 +196,13 @@ class HouseholdEnv(TextTaskEnv):
     def _draw_instance(self) -> int:
         return self._rng.randrange(self.num_games)
 
+    def _split_key(self, instance: int) -> str:
+        """The game: ALFWorld's file, or the generated task's scene, objects and goal."""
+        if self._alfworld:
+            return str(self._alfworld[instance % len(self._alfworld)].path.parent.name)
+        task = make_task(instance)
+        return f"{task.scene}|{task.receptacles}|{task.items}|{task.goal}"
+
     def _legal_actions(self) -> list[str]:
         return list(self._playing()[1].admissible)
 
@@ -229,13 +248,16 @@ class HouseholdEnv(TextTaskEnv):
             "",
         ]
         if self._outcome is None:
-            parts.append(legal_block(turn.admissible, notice))
+            parts.append(legal_block(self._listed_actions(), notice, self._label_note()))
         else:
             parts.append(_END_LINES["forfeit" if self._forfeited else self._outcome])
         return clip_text("\n".join(parts), self.observation_space.max_length)
 
     def _summary(self) -> str:
+        """The task, done or not, and the commands that changed something (for the memory)."""
+        done = done_commands([command for command, _ in self._history])
+        commands = f" Commands that changed something: {', '.join(done)}." if done else ""
         if self._outcome == "win":
-            return f"Task '{clip_text(self._goal, 100)}' done in {self._steps} actions."
+            return f"Task '{clip_text(self._goal, 100)}' done in {self._steps} actions.{commands}"
         how = "forfeited" if self._forfeited else f"not done after {self._steps} actions"
-        return f"Task '{clip_text(self._goal, 100)}' {how}."
+        return f"Task '{clip_text(self._goal, 100)}' {how}.{commands}"

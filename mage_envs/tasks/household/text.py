@@ -73,11 +73,27 @@ def history_block(history: Sequence[tuple[str, str]], limit: int) -> str:
     return "\n".join([f"{title}:", *lines])
 
 
-def legal_block(legal: Sequence[str], notice: str | None) -> str:
-    """An optional retry notice, the legal commands and the answer format."""
+def legal_block(legal: Sequence[str], notice: str | None, note: str = "") -> str:
+    """An optional retry notice, the legal commands (labelled or not) and the answer format,
+    with an optional ``note`` after it."""
     parts = [f"Note: {clip(notice, NOTICE_CHARS)}"] if notice else []
-    parts += [clip(f"Legal actions: {', '.join(legal)}", LEGAL_CHARS), ANSWER_FORMAT]
+    parts += [clip(f"Legal actions: {', '.join(legal)}", LEGAL_CHARS), f"{ANSWER_FORMAT} {note}".rstrip()]
     return "\n".join(parts)
+
+
+#: Commands that only look: the memory's list of what was done leaves them out.
+LOOKING = ("look", "inventory", "examine ")
+
+
+def done_commands(commands: Sequence[str]) -> list[str]:
+    """The commands that changed something (not ``look``, ``inventory``, ``examine X``), in
+    order, each once: what a later attempt can repeat or avoid.
+
+    Example:
+        >>> done_commands(["look", "open fridge 1", "examine apple 1", "open fridge 1", "take apple 1 from fridge 1"])
+        ['open fridge 1', 'take apple 1 from fridge 1']
+    """
+    return list(dict.fromkeys(c for c in commands if not c.startswith(LOOKING)))
 
 
 def observation_budget(max_steps: int, history_length: int) -> int:

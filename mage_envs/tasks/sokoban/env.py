@@ -20,7 +20,12 @@ episode, the legal actions and the answer format ``<action>up</action>``.
   ``"loss"``). ``success`` is ``outcome == "win"``.
 * **info**: ``legal_actions`` (the four directions; empty once the episode is over),
   ``invalid_action``, ``instance``, ``opponent=None``, ``seat=0``; at the end
-  ``outcome``, ``success`` and ``forfeit``.
+  ``outcome``, ``success``, ``forfeit`` and ``summary``: for the meta-episode memory,
+  solved or not, where each box ended and the moves tried (``"Not solved after 100
+  moves. Boxes ended at row 3 column 4 (off a goal). Moves: right x3, up, ..."``).
+* **Options** of every task (:mod:`~mage_envs.tasks.base`): ``action_labels`` and
+  ``instance_split`` (the room's XSB text decides its half: an evaluated room never
+  appears in training, whatever its instance number).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers and the random
   fallback action come from a generator derived from it. ``reset(options={"instance": k})``
   replays level ``k`` exactly.
@@ -45,11 +50,11 @@ from gymnasium import spaces
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.invalid import InvalidDecision
 from ...core.parsing import ParsedAction, canonical_answers
-from ..base import TextTaskEnv, check_settings
+from ..base import TextTaskEnv, check_settings, label_room
 from .generator import generate_level
 from .level import DIRECTIONS, Level, parse_xsb
 from .solver import solve
-from .text import action_block, board_block, history_block, observation_budget, rules
+from .text import action_block, board_block, episode_summary, history_block, observation_budget, rules
 
 STEP_REWARD = -0.1
 BOX_ON_GOAL_REWARD = 1.0
@@ -80,6 +85,7 @@ class SokobanEnv(TextTaskEnv):
             ``levels[k % len(levels)]`` (``width``, ``height`` and ``num_boxes`` are then
             not used).
         render_mode: ``None`` or ``"ansi"``.
+        action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
     """
 
     task_name: ClassVar[str] = "Sokoban"
@@ -95,6 +101,8 @@ class SokobanEnv(TextTaskEnv):
         history_length: int = 10,
         levels: Sequence[str] | None = None,
         render_mode: str | None = None,
+        action_labels: str = "none",
+        instance_split: str = "all",
     ) -> None:
         check_settings(render_mode, ("width", width, 5), ("height", height, 5), ("num_boxes", num_boxes, 1),
                        ("max_steps", max_steps, 1), ("history_length", history_length, 1))
@@ -106,11 +114,13 @@ class SokobanEnv(TextTaskEnv):
         if self.levels is not None and any(level.solved for level in self.levels):
             raise ValueError("every level in levels must start with a box off its goal")
         self.width, self.height, self.num_boxes = int(width), int(height), int(num_boxes)
-        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode)
+        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
+                         instance_split)
         if self.levels is not None:
             width = max(level.board.width for level in self.levels)
             height = max(level.board.height for level in self.levels)
-        self.observation_space: spaces.Text = text_space(observation_budget(width, height, self.max_steps, self.history_length))
+        budget = observation_budget(width, height, self.max_steps, self.history_length) + label_room(action_labels)
+        self.observation_space: spaces.Text = text_space(budget)
         self._rules = rules(self.max_steps)
         self._level: Level | None = None
 
@@ -144,6 +154,12 @@ class SokobanEnv(TextTaskEnv):
     def _legal_actions(self) -> list[str]:
         return list(DIRECTIONS)
 
+    def _split_key(self, instance: int) -> str:
+        """The room itself (its XSB text, player included): small rooms repeat across instances."""
+        if self.levels is not None:
+            return self.levels[instance % len(self.levels)].to_xsb()
+        return generate_level(instance, self.width, self.height, self.num_boxes).level.to_xsb()
+
     def _read(self, answer: str) -> ParsedAction:
         """An exact ``<action>direction</action>`` skips the parser."""
         direction = _ACCEPTED.get(answer) if isinstance(answer, str) else None
@@ -174,6 +190,10 @@ class SokobanEnv(TextTaskEnv):
         """What idling until the step limit would have cost."""
         return STEP_REWARD * (self.max_steps - self._steps)
 
+    def _summary(self) -> str:
+        """Solved or not, where the boxes ended and the moves tried (for the memory)."""
+        return episode_summary([line.split(":")[0] for line in self._history], self._board())
+
     def _compose(self, notice: str | None) -> str:
         parts = [
             self._rules,
@@ -184,7 +204,7 @@ class SokobanEnv(TextTaskEnv):
             "",
         ]
         if self._outcome is None:
-            parts.append(action_block(notice))
+            parts.append(action_block(notice, self._listed_actions(), self._label_note()))
         else:
             parts.append(_END_LINES["forfeit" if self._forfeited else self._outcome])
         return clip_text("\n".join(parts), self.observation_space.max_length)

@@ -13,6 +13,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from ...core.parsing import answer_instruction
 from .level import DIRECTIONS, Level
 
@@ -66,11 +69,46 @@ def history_block(history: list[str], limit: int) -> str:
     return "\n".join([title, *lines])
 
 
-def action_block(notice: str | None) -> str:
-    """The legal actions and the answer format, after an optional retry notice."""
+def action_block(notice: str | None, listed: Sequence[str] = DIRECTIONS, note: str = "") -> str:
+    """The legal actions (as ``listed``, labelled or not) and the answer format (with an
+    optional ``note`` after it), after an optional retry notice."""
     parts = [f"Note: {notice}"] if notice else []
-    parts += [f"Legal actions: {', '.join(DIRECTIONS)}", ANSWER_FORMAT]
+    parts += [f"Legal actions: {', '.join(listed)}", f"{ANSWER_FORMAT} {note}".rstrip()]
     return "\n".join(parts)
+
+
+def run_lengths(moves: Sequence[str]) -> str:
+    """Moves in order, a run of one move written once with its count.
+
+    Example:
+        >>> run_lengths(["right", "right", "right", "up", "left", "left"])
+        'right x3, up, left x2'
+    """
+    runs: list[list[Any]] = []
+    for move in moves:
+        if runs and runs[-1][0] == move:
+            runs[-1][1] += 1
+        else:
+            runs.append([move, 1])
+    return ", ".join(move if count == 1 else f"{move} x{count}" for move, count in runs)
+
+
+def episode_summary(moves: Sequence[str], level: Level) -> str:
+    """What the memory keeps of a finished episode: solved or not, where every box ended
+    (row, column, on a goal or not) and the moves tried, in order.
+
+    Example:
+        >>> from mage_envs.tasks.sokoban.level import parse_xsb
+        >>> print(episode_summary(["left", "left"], parse_xsb("######\\n#. $@#\\n######").move("left")[0]))
+        Not solved after 2 moves. Boxes ended at row 2 column 3 (off a goal). Moves: left x2.
+    """
+    board = level.board
+    boxes = ", ".join(
+        f"row {r} column {c} ({'on' if cell in board.goals else 'off'} a goal)"
+        for cell in sorted(level.boxes) for r, c in [board.coordinates(cell)]
+    )
+    head = f"Solved in {len(moves)} moves." if level.solved else f"Not solved after {len(moves)} moves."
+    return f"{head} Boxes ended at {boxes}. Moves: {run_lengths(moves) or 'none'}."
 
 
 def observation_budget(width: int, height: int, max_steps: int, history_length: int) -> int:

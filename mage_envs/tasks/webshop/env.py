@@ -25,6 +25,14 @@ page, the last actions, the legal actions and the answer format
   ``seat=0``, ``page`` (the page's kind); at the end ``outcome``, ``success``,
   ``forfeit``, ``summary`` (one line for the meta-episode memory) and, after a purchase,
   ``purchase`` (the product, the options and the reward's parts).
+* **Options for small models** (:mod:`~mage_envs.tasks.base`): ``instruction_search=True``
+  lists, instead of the form, ``search[<the instruction without its price clause>]`` (the
+  expert's first query): every legal action is then a complete action, and a model that
+  writes may still search for any query. ``action_labels="numbers"`` numbers the legal
+  actions (a model that samples one token picks one by its number). ``instance_split``
+  ``"train"`` / ``"eval"`` draws the instructions of one half of the split's products
+  (:meth:`~mage_envs.tasks.webshop.shop.Shop.pool`: disjoint, by the id's hash); the OOD
+  split is disjoint from training by kind already.
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers and the random
   fallback action come from a generator derived from it. ``reset(options={"instance": k})``
   replays instruction ``k`` of the split exactly.
@@ -52,10 +60,10 @@ from gymnasium import spaces
 
 from ...core.contract import InvalidActionPolicy, clip_text, text_space
 from ...core.parsing import ParsedAction
-from ..base import TextTaskEnv, check_settings
+from ..base import TextTaskEnv, check_settings, label_room
 from .actions import normalize_element, normalize_query, read_answer
 from .catalog import DEFAULT_NUM_PRODUCTS, Product
-from .expert import expert_plan
+from .expert import expert_plan, expert_query
 from .goals import SPLITS, Goal
 from .pages import Browse, clickables
 from .reward import RewardBreakdown, webshop_reward
@@ -96,6 +104,10 @@ class WebShopEnv(TextTaskEnv):
         human_goals: with ``catalog_path``, draw WebShop's human instructions (else its
             synthetic ones).
         render_mode: ``None`` or ``"ansi"``.
+        action_labels: ``"none"`` or ``"numbers"`` (see :class:`~mage_envs.tasks.base.TextTaskEnv`).
+        instance_split: ``"all"``, or ``"train"`` / ``"eval"``: the instructions of one half of
+            the split's products (see above).
+        instruction_search: list ``search[<the instruction>]`` instead of the search form.
     """
 
     task_name: ClassVar[str] = "WebShop"
@@ -111,20 +123,27 @@ class WebShopEnv(TextTaskEnv):
         catalog_path: str | Path | None = None,
         human_goals: bool = True,
         render_mode: str | None = None,
+        action_labels: str = "none",
+        instance_split: str = "all",
+        instruction_search: bool = False,
     ) -> None:
         if split not in SPLITS:
             raise ValueError(f"split must be 'train' or 'ood', got {split!r}")
         check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1))
         self.split = split
-        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode)
+        super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
+                         instance_split)
+        self.instruction_search = bool(instruction_search)
         if catalog_path is None:
             self._store_key: tuple = (None, num_products, True)
         else:
             self._store_key = (str(Path(catalog_path).resolve()), DEFAULT_NUM_PRODUCTS, bool(human_goals))
         self._shop = open_shop(*self._store_key)
-        if not self._shop.pools[split]:
-            raise ValueError(f"the catalog {self._shop.catalog.name!r} has no instructions for split {split!r}")
-        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length))
+        if not self._shop.pool(split, instance_split):
+            raise ValueError(f"the catalog {self._shop.catalog.name!r} has no instructions for split {split!r} "
+                             f"(instance_split {instance_split!r})")
+        self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length)
+                                                         + label_room(action_labels))
         self._rules = rules(self.max_steps)
         self._goal: Goal | None = None
 
@@ -169,12 +188,20 @@ class WebShopEnv(TextTaskEnv):
         return self._goal is not None
 
     def _start(self, instance: int) -> None:
-        self._goal = self._shop.goal(self.split, instance)
+        self._goal = self._shop.goal(self.split, instance, self.instance_split)
         self._browse = Browse()
         self._score: RewardBreakdown | None = None
 
     def _legal_actions(self) -> list[str]:
-        return [SEARCH_FORM, *(f"click[{element}]" for element in self._clickables())]
+        search = f"search[{expert_query(self.goal)}]" if self.instruction_search else SEARCH_FORM
+        return [search, *(f"click[{element}]" for element in self._clickables())]
+
+    def _split_draw(self, instance: int) -> int:
+        """Any instance: the split is in the instructions' pool (:meth:`Shop.pool`)."""
+        return instance
+
+    def _in_split(self, instance: int) -> bool:
+        return True
 
     def _read(self, answer: str) -> ParsedAction:
         return read_answer(
@@ -254,22 +281,25 @@ class WebShopEnv(TextTaskEnv):
             "",
         ]
         if self._outcome is None:
-            parts.append(legal_block(self._legal_actions(), notice))
+            parts.append(legal_block(self._listed_actions(), notice, self._label_note()))
         elif self._browse.page != "done":
             parts.append(_END_LINES["forfeit" if self._forfeited else "truncated"])
         return clip_text("\n".join(parts), self.observation_space.max_length)
 
     def _summary(self) -> str:
-        """One line about the finished episode, for the meta-episode memory."""
+        """The finished episode for the meta-episode memory: what was bought and how it
+        scored, then the actions taken (what a later attempt can repeat or change)."""
+        actions = f" Actions: {' -> '.join(clip_text(a, 60, marker='...]') for a in self._history)}."
         if self._score is None:
-            return "Forfeited by invalid answers." if self._forfeited else f"Bought nothing in {self.max_steps} actions."
+            head = "Forfeited by invalid answers." if self._forfeited else f"Bought nothing in {self.max_steps} actions."
+            return head + (actions if self._history else "")
         product, score = self._purchase()
         options = ", ".join(value for _, value in self._browse.chosen) or "no options"
         return (
             f"Bought {clip_text(product.title, 60)} ({clip_text(options, 60)}) at {product.price_tag}: "
             f"{score.attributes_matched}/{score.attributes_total} attributes, "
             f"{score.options_matched}/{score.options_total} options, price {'ok' if score.price_ok else 'too high'}, "
-            f"type factor {score.r_type:g}."
+            f"type factor {score.r_type:g}.{actions}"
         )
 
     def _info(self, report: dict[str, Any] | None) -> dict[str, Any]:

@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import hashlib
 import random
 from functools import cache, lru_cache
 
@@ -55,15 +56,41 @@ class Shop:
         products = self.catalog.products
         return tuple(products[i].asin for i in self.index.search(query))
 
-    def goal(self, split: str, instance: int) -> Goal:
-        """The goal of ``instance`` in ``split``: a seed of that split and its draws, all
-        from ``random.Random("mage-webshop/<catalog>/<split>/<instance>")``."""
-        pool = self.pools[split]
+    def pool(self, split: str, part: str = "all") -> tuple[GoalSeed, ...]:
+        """The instruction seeds of ``split``; ``part`` ``"train"`` / ``"eval"``: only those
+        whose product's id has an even / odd SHA-256 (disjoint halves, no product in both).
+
+        Example:
+            >>> shop = open_shop(num_products=300)
+            >>> train, held = shop.pool("train", "train"), shop.pool("train", "eval")
+            >>> len(train) + len(held) == len(shop.pool("train")), {s.asin for s in train} & {s.asin for s in held}
+            (True, set())
+        """
+        seeds = self.pools[split]
+        if part == "all":
+            return seeds
+        return tuple(seed for seed in seeds if product_half(seed.asin) == part)
+
+    def goal(self, split: str, instance: int, part: str = "all") -> Goal:
+        """The goal of ``instance`` in ``split`` (and ``part``, see :meth:`pool`): a seed of
+        that pool and its draws, all from ``random.Random("mage-webshop/<catalog>/<split>/<instance>")``."""
+        pool = self.pool(split, part)
         if not pool:
-            raise ValueError(f"catalog {self.catalog.name!r} has no instructions for split {split!r}")
+            raise ValueError(f"catalog {self.catalog.name!r} has no instructions for split {split!r} ({part})")
         rng = random.Random(f"mage-webshop/{self.catalog.name}/{split}/{instance}")
         seed = pool[rng.randrange(len(pool))]
         return make_goal(seed, self.product(seed.asin), rng)
+
+
+def product_half(asin: str) -> str:
+    """``"train"`` or ``"eval"``: the half of the instructions a product's id falls in
+    (the parity of its SHA-256).
+
+    Example:
+        >>> product_half("B000000001") in ("train", "eval")
+        True
+    """
+    return "eval" if int(hashlib.sha256(asin.encode()).hexdigest(), 16) % 2 else "train"
 
 
 @cache

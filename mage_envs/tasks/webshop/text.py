@@ -137,10 +137,11 @@ def history_block(history: Sequence[str], limit: int) -> str:
     return f"{title}: {' -> '.join(shown)}"
 
 
-def legal_block(legal: Sequence[str], notice: str | None) -> str:
-    """An optional retry notice, the legal actions and the answer format."""
+def legal_block(legal: Sequence[str], notice: str | None, note: str = "") -> str:
+    """An optional retry notice, the legal actions (labelled or not) and the answer format,
+    with an optional ``note`` after it."""
     parts = [f"Note: {clip(notice, NOTICE_CHARS)}"] if notice else []
-    parts += [clip(f"Legal actions: {', '.join(legal)}", LEGAL_CHARS), ANSWER_FORMAT]
+    parts += [clip(f"Legal actions: {', '.join(legal)}", LEGAL_CHARS), f"{ANSWER_FORMAT} {note}".rstrip()]
     return "\n".join(parts)
 
 

@@ -1,0 +1,208 @@
+"""Single-agent meta-RL on Sokoban, Household and WebShop: untrained, trained and the
+oracle, success by attempt index, over seeds, resumable.
+
+Each variant is an example config (``examples/<task>.yaml``) with overrides:
+
+* ``sokoban``, ``household``, ``webshop`` — the configs as they are (differential reward);
+* ``sokoban-cumulative`` — Sokoban rewarding every attempt's return (paired by seed with
+  ``sokoban``: the final-episode objective's claim);
+* ``sokoban-7x7`` — 7x7 rooms with 2 boxes, 40 steps.
+
+Per (variant, seed) the run trains in ``--output-dir/<variant>-s<seed>`` (a killed run
+continues from its last checkpoint), then the untrained model (the run's ``base_model``),
+the trained one and the task's oracle (Sokoban's A* solver, the Household and WebShop
+experts: ``expert_actions()`` from the current state) are evaluated on every evaluation of
+the config (``eval_env_options``: instances never trained on; WebShop's OOD split too).
+The oracle's plan length at the start of every evaluated instance is kept too (Sokoban: the
+A* optimal length, and whether it fits the step budget on every room). The raw result of
+each seed is ``<folder>/single_agent.json``; a seed with one is never
+re-run. The summary (mean and 95% CI over seeds of success by attempt index, and the paired
+differences of ``sokoban-cumulative`` against ``sokoban``) goes to ``--out``.
+
+Run: ``python benchmarks/single_agent.py --variants sokoban sokoban-cumulative --seeds 0 1 2 3 4``
+(``--iterations`` and ``--eval-meta-episodes`` shorten a trial).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+EXAMPLES = Path(__file__).parents[1] / "examples"
+#: variant -> (example config, overrides)
+VARIANTS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sokoban": ("sokoban", {}),
+    "sokoban-cumulative": ("sokoban", {"reward_mode": "cumulative"}),
+    "sokoban-7x7": ("sokoban", {"env_options": {"width": 7, "height": 7, "num_boxes": 2, "max_steps": 40,
+                                                "instance_split": "train"}}),
+    "household": ("household", {}),
+    "webshop": ("webshop", {}),
+}
+#: variant -> the variant it is paired with, seed by seed
+PAIRS = {"sokoban-cumulative": "sokoban"}
+
+
+def variant_config(variant: str, seed: int, out: Path, iterations: int | None, meta_episodes: int | None):
+    """The training config of one (variant, seed)."""
+    from mage_agent.config import apply_overrides, load_config
+
+    example, overrides = VARIANTS[variant]
+    settings = {"seed": seed, "output_dir": str(out / f"{variant}-s{seed}"), "tensorboard": False, **overrides}
+    if iterations is not None:
+        settings["iterations"] = iterations
+    if meta_episodes is not None:
+        settings["eval_meta_episodes"] = meta_episodes
+    return apply_overrides(load_config(EXAMPLES / f"{example}.yaml"), settings)
+
+
+class ExpertAgent:
+    """The task's oracle: the first of ``expert_actions()`` from the current state (a move up
+    when a Sokoban room can no longer be solved), and an empty reflection."""
+
+    def __init__(self, env: Any) -> None:
+        self.env = env
+
+    def __call__(self, observation: str, info: dict[str, Any]) -> str:
+        if info.get("phase", "act") != "act":
+            return "<reflection></reflection>"
+        plan = self.env.unwrapped.expert_actions()
+        return f"<action>{plan[0] if plan else info['legal_actions'][0]}</action>"
+
+
+def oracle_lengths(env_id: str, kwargs: dict[str, Any], seed: int, meta_episodes: int) -> dict[str, float]:
+    """The oracle's plan length at the start of each evaluated instance (Sokoban: the A*
+    solver's optimal length), its mean and maximum, and whether it fits the step budget on
+    every instance (success within the budget is reachable everywhere)."""
+    import gymnasium as gym
+
+    env = gym.make(env_id, **kwargs)
+    task: Any = env.unwrapped  # a single-agent task: it has expert_actions() and max_steps
+    lengths = []
+    for j in range(meta_episodes):
+        env.reset(seed=seed + j)
+        lengths.append(len(task.expert_actions() or []))
+    env.close()
+    budget = task.max_steps
+    return {"mean": float(np.mean(lengths)), "max": int(max(lengths)), "max_steps": budget,
+            "all_within_budget": bool(max(lengths) <= budget)}
+
+
+def successes(report: dict) -> list[float]:
+    """Success by attempt index in an evaluation report."""
+    return list(report["opponents"]["default"]["success_by_episode"])
+
+
+def run_one(config) -> dict:
+    """Train (or continue) one run, evaluate untrained, trained and the oracle; the raw result."""
+    from mage_agent.build import build_policy, eval_env_kwargs
+    from mage_agent.checkpoint import latest_checkpoint
+    from mage_agent.cli import evaluate_policy, evaluations
+    from mage_agent.trainer import Trainer
+    from mage_envs.evaluation import evaluate
+
+    folder = Path(config.run.output_dir)
+    checkpoint = latest_checkpoint(folder / "checkpoints")
+    done = checkpoint is not None and int(json.loads((checkpoint / "state.json").read_text())["iteration"]) \
+        == config.run.iterations
+    if not done:
+        Trainer(config, resume=checkpoint is not None, progress=False, overwrite=checkpoint is None).train()
+        checkpoint = latest_checkpoint(folder / "checkpoints")
+    untrained, trained = build_policy(config, folder), build_policy(config, folder, checkpoint)
+    result: dict[str, Any] = {"variant": folder.name.rpartition("-s")[0], "seed": config.run.seed,
+                              "iterations": config.run.iterations, "evaluations": {}}
+    for suffix, evaluated in evaluations(config).items():
+        split = suffix.lstrip("_") or "eval"
+        rows = {}
+        for name, policy in (("untrained", untrained), ("trained", trained)):
+            report = evaluate_policy(policy, evaluated, folder / f"eval_{name}{suffix}.json", name, progress=False,
+                                     verbose=False, oracle=False)
+            rows[name] = successes(report)
+        oracle = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
+                          seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
+                          progress=False, agent_name="oracle", make_agent=ExpertAgent)
+        rows["oracle"] = list(oracle.opponents["default"].success_by_episode)
+        result["evaluations"][split] = rows
+        result.setdefault("oracle_lengths", {})[split] = oracle_lengths(config.env.env_id, eval_env_kwargs(evaluated),
+                                                                         config.run.eval_seed,
+                                                                         config.run.eval_meta_episodes)
+    (folder / "single_agent.json").write_text(json.dumps(result, indent=2))
+    return result
+
+
+def mean_ci(values: list[float]) -> list[float]:
+    """Mean and the half-width of its 95% CI (Student t over seeds; NaN for one seed).
+
+    Example:
+        >>> mean_ci([0.5, 0.7, 0.9])
+        [0.7, 0.497]
+    """
+    from scipy import stats
+
+    xs = np.asarray(values, dtype=float)
+    if len(xs) < 2:
+        return [float(xs.mean()), float("nan")]
+    return [round(float(xs.mean()), 3), round(float(stats.t.ppf(0.975, len(xs) - 1) * xs.std(ddof=1) / np.sqrt(len(xs))), 3)]
+
+
+def summarise(results: list[dict]) -> dict[str, Any]:
+    """Per variant and evaluation: success by attempt index (mean, CI) of each agent and the
+    gain from the first to the final attempt; per pair, the seed-by-seed differences of the
+    trained first and final attempts.
+
+    Example:
+        >>> rows = [{"variant": "sokoban", "seed": s, "evaluations": {"eval": {"trained": [0.2 + s / 10, 0.8]}}}
+        ...         for s in range(2)]
+        >>> summarise(rows)["sokoban"]["eval"]["trained"]["gain"][0]
+        0.55
+    """
+    table: dict[str, Any] = {}
+    by_key = {(r["variant"], r["seed"]): r for r in results}
+    for variant in dict.fromkeys(r["variant"] for r in results):
+        seeds = sorted(s for v, s in by_key if v == variant)
+        table[variant] = {"seeds": seeds}
+        for split in by_key[(variant, seeds[0])]["evaluations"]:
+            rows = {}
+            for agent in by_key[(variant, seeds[0])]["evaluations"][split]:
+                per_seed = np.array([by_key[(variant, s)]["evaluations"][split][agent] for s in seeds])
+                rows[agent] = {"by_attempt": [mean_ci(list(column)) for column in per_seed.T],
+                               "gain": mean_ci(list(per_seed[:, -1] - per_seed[:, 0])), "per_seed": per_seed.tolist()}
+            table[variant][split] = rows
+    for variant, reference in PAIRS.items():
+        if variant not in table or reference not in table:
+            continue
+        seeds = sorted(set(table[variant]["seeds"]) & set(table[reference]["seeds"]))
+        a = np.array([by_key[(variant, s)]["evaluations"]["eval"]["trained"] for s in seeds])
+        b = np.array([by_key[(reference, s)]["evaluations"]["eval"]["trained"] for s in seeds])
+        table[variant]["paired_with"] = {"reference": reference, "seeds": seeds,
+                                         "first_minus_reference": mean_ci(list(a[:, 0] - b[:, 0])),
+                                         "final_minus_reference": mean_ci(list(a[:, -1] - b[:, -1]))}
+    return table
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--variants", nargs="+", default=["sokoban", "sokoban-cumulative"], choices=list(VARIANTS))
+    parser.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2, 3, 4])
+    parser.add_argument("--iterations", type=int, default=None, help="override the configs' iterations")
+    parser.add_argument("--eval-meta-episodes", type=int, default=None, help="override the configs' evaluations")
+    parser.add_argument("--output-dir", default="runs/single-agent")
+    parser.add_argument("--out", default="benchmarks/results/single-agent.json")
+    args = parser.parse_args()
+    out, results = Path(args.output_dir), []
+    for variant in args.variants:
+        for seed in args.seeds:
+            config = variant_config(variant, seed, out, args.iterations, args.eval_meta_episodes)
+            kept = Path(config.run.output_dir) / "single_agent.json"
+            results.append(json.loads(kept.read_text()) if kept.exists() else run_one(config))
+            print(f"{variant} s{seed}: {results[-1]['evaluations']}", flush=True)
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.out).write_text(json.dumps({"results": results, "summary": summarise(results)}, indent=2))
+    print(f"saved {args.out}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""benchmarks/single_agent.py: resumable per-seed runs, the oracle, the paired summary."""
+
+import importlib.util
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+SCRIPT = Path(__file__).parents[1] / "benchmarks" / "single_agent.py"
+
+
+def load_benchmark():
+    spec = importlib.util.spec_from_file_location("single_agent", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_summary_pairs_cumulative_with_differential_seed_by_seed():
+    bench = load_benchmark()
+    rows = [{"variant": v, "seed": s, "evaluations": {"eval": {"trained": [first, final]}}}
+            for v, s, first, final in [("sokoban", 0, 0.2, 0.8), ("sokoban", 1, 0.4, 0.9),
+                                       ("sokoban-cumulative", 0, 0.5, 0.6), ("sokoban-cumulative", 1, 0.5, 0.7),
+                                       ("sokoban-cumulative", 2, 0.0, 0.0)]]
+    table = bench.summarise(rows)
+    assert table["sokoban"]["eval"]["trained"]["by_attempt"][0][0] == pytest.approx(0.3)
+    assert table["sokoban"]["eval"]["trained"]["gain"][0] == pytest.approx(0.55)
+    paired = table["sokoban-cumulative"]["paired_with"]
+    assert paired["seeds"] == [0, 1]  # seed 2 has no partner
+    assert paired["first_minus_reference"][0] == pytest.approx(0.2)
+    assert paired["final_minus_reference"][0] == pytest.approx(-0.2)
+
+
+@pytest.mark.slow
+def test_single_agent_trains_evaluates_with_the_oracle_and_resumes(tmp_path):
+    out, results = tmp_path / "runs", tmp_path / "single-agent.json"
+    command = [sys.executable, str(SCRIPT), "--variants", "sokoban", "sokoban-cumulative", "--seeds", "0", "1",
+               "--iterations", "1", "--eval-meta-episodes", "2", "--output-dir", str(out), "--out", str(results)]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-2000:]
+    raw = json.loads((out / "sokoban-s1" / "single_agent.json").read_text())
+    assert raw["evaluations"]["eval"]["oracle"] == [1.0, 1.0, 1.0]
+    assert raw["oracle_lengths"]["eval"]["all_within_budget"] and raw["oracle_lengths"]["eval"]["max_steps"] == 15
+    summary = json.loads(results.read_text())["summary"]
+    assert summary["sokoban-cumulative"]["paired_with"]["seeds"] == [0, 1]
+    assert len(summary["sokoban"]["eval"]["untrained"]["by_attempt"]) == 3
+    checkpoint = next((out / "sokoban-s0" / "checkpoints").iterdir())
+    stamp = checkpoint.stat().st_mtime
+    again = subprocess.run(command, capture_output=True, text=True, timeout=900)
+    assert again.returncode == 0 and checkpoint.stat().st_mtime == stamp  # kept, not re-run
+    assert json.loads(results.read_text())["summary"] == summary

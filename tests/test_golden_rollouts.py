@@ -1,6 +1,9 @@
 """Every registered id plays exactly as it did when ``tests/fixtures/golden_rollouts.json``
-was written (after the game facts moved to ``mage_envs.facts``, whose digests it kept, and the
-rules moved above the memory in the games' meta prompts, the only change then): a seeded rollout of random
+was last written. It was written before the game facts moved to ``mage_envs.facts`` (which
+kept every digest), and rewritten for changes meant to alter play: the rules above the
+memory in the games' meta prompts; the tasks' episode summaries in ``info`` (Sokoban's
+moves and box positions, Household's and WebShop's actions) and their rules above the
+memory. Each digest is of a seeded rollout of random
 answers, hashed step by step (observations, rewards, flags and infos).
 
 Regenerate (only after a change that is meant to alter play):

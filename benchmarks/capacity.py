@@ -160,6 +160,8 @@ def main() -> None:
     parser.add_argument("--eval-meta-episodes", type=int, default=None,
                         help="meta-episodes per style in the evaluation (default: the config's)")
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the config's)")
+    parser.add_argument("--set", action="append", default=[], metavar="NAME=JSON",
+                        help='a further config setting, e.g. --set \'lora_target_modules=["q_proj","down_proj"]\'')
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
@@ -176,6 +178,9 @@ def main() -> None:
         overrides["eval_meta_episodes"] = args.eval_meta_episodes
     if args.threads is not None:
         overrides["threads"] = args.threads
+    for setting in args.set:
+        name, _, value = setting.partition("=")
+        overrides[name] = json.loads(value)
     config = apply_overrides(load_config(args.config) if args.config else TrainConfig(), overrides)
     policy = build_policy(config, out)
     torch.set_num_threads(threads_for(config.run.threads, policy.model))

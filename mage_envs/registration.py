@@ -103,9 +103,9 @@ def check_env_options(env_id: str, options: Iterable[str]) -> None:
     so that a misspelt key fails where it is written rather than when the env is built.
 
     Example:
-        >>> check_env_options("mage/Sokoban-meta-v0", ["max_steps", "num_boxs"])
+        >>> check_env_options("mage/Sokoban-meta-v0", ["max_steps", "num_boxs"])  # doctest: +ELLIPSIS
         Traceback (most recent call last):
-        ValueError: mage/Sokoban-meta-v0 takes no option 'num_boxs' (did you mean 'num_boxes'?); its options: width, height, num_boxes, max_steps, invalid_action, accept_bare, history_length, levels, render_mode, num_episodes, reward_mode, reflection, memory_budget, repeat_instance, include_summaries
+        ValueError: mage/Sokoban-meta-v0 takes no option 'num_boxs' (did you mean 'num_boxes'?); its options: width, height, num_boxes, max_steps, ..., num_episodes, reward_mode, reflection, memory_budget, repeat_instance, include_summaries
     """
     accepted = env_options(env_id)
     if accepted is None:

@@ -21,7 +21,7 @@ oracle's, the model and prompt are not the limit and RL is; if not, they are.
 ``--config`` checks another model and prompt the same way (a `mage train` config: its model,
 adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt:
 
-    python benchmarks/capacity.py --config examples/smollm2_kuhn.yaml --steps 60 --batch 32 \
+    python benchmarks/capacity.py --config examples/smollm2_kuhn.yaml --full-batch --steps 30 \
         --learning-rate 1e-3 --meta-episodes 40 --eval-meta-episodes 60
 """
 
@@ -104,7 +104,7 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     ``batch`` turns drawn at random per step, or (``full_batch``) on every distinct turn,
     weighted by how often it occurs (the same expected loss, for a model slow per row), in
     micro-batches sized to the trainer's activation budget."""
-    from mage_agent.memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, micro_batches
+    from mage_agent.memory import default_token_budget, micro_batches
 
     rng = random.Random(seed)
     distinct = Counter(rows)
@@ -115,9 +115,8 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     targets = [policy.single_token_ids([r[2]]) for r in rows]
     weights = torch.tensor([distinct[r] for r in rows], dtype=torch.float32)
     weights /= weights.sum()
-    weight_bytes = next(policy.model.parameters()).element_size()
-    budget = DEFAULT_BUDGET_BYTES // activation_bytes_per_token(policy.model.config, weight_bytes)
-    parts = micro_batches([prompts[i] for i in range(len(rows))], budget) if full_batch else []
+    budget = default_token_budget(policy.model.config, next(policy.model.parameters()).element_size())
+    parts = micro_batches(prompts, budget) if full_batch else []
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=lr)
     losses = []
     for _ in tqdm(range(steps), desc="supervised", mininterval=10):

@@ -51,6 +51,19 @@ def activation_bytes_per_token(config: Any, weight_bytes: int) -> int:
     return config.num_hidden_layers * (HIDDEN_FACTOR * hidden + MLP_FACTOR * weight_bytes * intermediate)
 
 
+def default_token_budget(config: Any, weight_bytes: int) -> int:
+    """Tokens per forward/backward pass that :data:`DEFAULT_BUDGET_BYTES` of activations hold
+    (at least one), by :func:`activation_bytes_per_token`.
+
+    Example:
+        >>> from types import SimpleNamespace
+        >>> default_token_budget(SimpleNamespace(num_hidden_layers=30, hidden_size=576,
+        ...                                      intermediate_size=1536), weight_bytes=2)
+        2026
+    """
+    return max(1, DEFAULT_BUDGET_BYTES // activation_bytes_per_token(config, weight_bytes))
+
+
 def packed_tokens(rows: Sequence[Sequence[int]]) -> int:
     """Tokens a pass over ``rows`` runs when, in sorted order, each row shares with the one
     before it the prefix they have in common (when it is :data:`~mage_agent.packing.MIN_SHARED`

@@ -51,7 +51,7 @@ from .distributed import World
 from .exploitability import ExploitabilityProbe, measure, supported
 from .league import LEARNER, League
 from .loss import ppo_loss
-from .memory import DEFAULT_BUDGET_BYTES, activation_bytes_per_token, available_bytes, micro_batches, padded_tokens
+from .memory import activation_bytes_per_token, available_bytes, default_token_budget, micro_batches, padded_tokens
 from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
 from .sampling import Sampler, TorchSampler
@@ -165,7 +165,8 @@ class Trainer:
         #: micro-batch holds (``micro_batch_tokens``, or what fits the default memory budget)
         weights = next(self.policy.model.parameters())
         self.bytes_per_token = activation_bytes_per_token(self.policy.model.config, weights.element_size())
-        self.token_budget = algo.micro_batch_tokens or max(1, DEFAULT_BUDGET_BYTES // self.bytes_per_token)
+        self.token_budget = algo.micro_batch_tokens or default_token_budget(self.policy.model.config,
+                                                                           weights.element_size())
         self.runner = RolloutRunner(
             config.env.env_id, env_kwargs(config),
             num_envs=(self.shard[1] - self.shard[0]) * config.rollout.group_size,

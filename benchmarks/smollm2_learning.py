@@ -32,7 +32,7 @@ from typing import Any, Callable
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from learning import HELDOUT, TRAINING, mean_ci, per_style  # noqa: E402
+from learning import HELDOUT, TRAINING, mean_ci, per_style, run_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE_CONFIG = ROOT / "examples" / "smollm2_kuhn.yaml"
@@ -52,7 +52,7 @@ def run_config(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> A
     from mage_agent.config import apply_overrides, load_config
 
     return apply_overrides(load_config(BASE_CONFIG), {
-        **VARIANTS[variant], "seed": seed, "output_dir": str(out / f"{variant}-s{seed}"), "heldout": HELDOUT,
+        **VARIANTS[variant], "seed": seed, "output_dir": str(run_dir(str(out), variant, seed)), "heldout": HELDOUT,
         "eval_meta_episodes": eval_meta_episodes})
 
 
@@ -140,8 +140,7 @@ def main() -> None:
     for variant in args.variants:
         for seed in args.seeds:
             if args.summarise_only:
-                folder = args.output_dir / f"{variant}-s{seed}"
-                if not (folder / "bench_trained.json").exists():
+                if not (run_dir(str(args.output_dir), variant, seed) / "bench_trained.json").exists():
                     continue
             fresh.append(run_one(variant, seed, args.output_dir, args.eval_meta_episodes))
     keys = {(r["variant"], r["seed"]) for r in fresh}

@@ -71,8 +71,8 @@ class ProbeThenDealKnown:
         return {i: name for name, i in game.action_names(state).items()}[best]
 
 
-def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, tuple[str, ...], str]]:
-    """(prompt, legal actions, oracle action) of every acting turn of ``meta_episodes``
+def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, tuple[str, ...], str, int, str]]:
+    """(prompt, legal actions, oracle action, hand index, style) of every acting turn of ``meta_episodes``
     meta-episodes per training style, the first hand's (deal, seat) stratified; the oracle
     is the Bayes-optimal agent with fresh deals (``config.env.repeat_instance`` false)."""
     from mage_agent.build import env_kwargs
@@ -92,31 +92,95 @@ def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tupl
             while not done:
                 answer = oracle(obs, info)
                 action = answer.removeprefix("<action>").removesuffix("</action>")
-                rows.append((obs, tuple(info["legal_actions"]), action))
+                rows.append((obs, tuple(info["legal_actions"]), action, info["episode_index"], style))
                 obs, _, terminated, truncated, info = env.step(answer)
                 done = terminated or truncated
         env.close()
     return rows
 
 
-def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int, full_batch: bool = False) -> list[float]:
+class FrozenTrunk:
+    """For an adapter on the last layers only (``lora_top_layers``): the hidden states below
+    it, computed once per prompt (no adapter there, so they never change), and the action
+    log-probabilities from the adapted layers on top. The same values as ``policy.completion_logprobs`` at a fraction of a step's cost."""
+
+    def __init__(self, policy, prompts: list[list[int]], top_layers: int) -> None:
+        from mage_agent.policy import base_model
+
+        self.lm = base_model(policy.model)
+        if self.lm.dtype != torch.float32:   # transformers' layers would add the adapters' updates in low precision
+            raise ValueError(f"the frozen trunk runs transformers' own layers: load the model in float32 "
+                             f"(--set 'dtype=\"float32\"'), not {self.lm.dtype}")
+        self.split = len(self.lm.model.layers) - top_layers
+        with torch.no_grad():
+            self.states = [self._layers(self.lm.model.layers[:self.split], self.lm.model.embed_tokens(
+                torch.tensor([ids]))) for ids in tqdm(prompts, desc="frozen trunk", mininterval=10)]
+
+    def _layers(self, layers, hidden: torch.Tensor) -> torch.Tensor:
+        """``hidden`` (batch, width, size) through ``layers``, causally, from position 0."""
+        width = hidden.shape[1]
+        positions = torch.arange(width)[None]
+        rotary = self.lm.model.rotary_emb(hidden, positions)
+        causal = torch.full((width, width), float("-inf"), dtype=hidden.dtype).triu(1)[None, None]
+        for layer in layers:
+            hidden = layer(hidden, attention_mask=causal, position_ids=positions, position_embeddings=rotary)
+        return hidden
+
+    def logprobs(self, prompts: list[list[int]], chosen: list[int], targets: list[int],
+                 allowed: list[list[int]]) -> torch.Tensor:
+        """log p(targets[i] | prompts[i]) among ``allowed[i]`` for each row i in ``chosen``,
+        the rows right-padded into one batch (causal attention: padding after a row's last
+        token never reaches it)."""
+        width = max(len(prompts[i]) for i in chosen)
+        hidden = torch.zeros((len(chosen), width, self.states[chosen[0]].shape[-1]), dtype=self.states[0].dtype)
+        for row, i in enumerate(chosen):
+            hidden[row, :len(prompts[i])] = self.states[i][0]
+        hidden = self._layers(self.lm.model.layers[self.split:], hidden)
+        last = self.lm.model.norm(hidden[torch.arange(len(chosen)), [len(prompts[i]) - 1 for i in chosen]])
+        out = []
+        for row, i in enumerate(chosen):
+            logits = self.lm.lm_head.weight[allowed[i]] @ last[row]
+            out.append(torch.log_softmax(logits.float(), dim=0)[allowed[i].index(targets[i])])
+        return torch.stack(out)
+
+
+def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
+                     full_batch: bool = False, top_layers: int = 0) -> tuple[list[float], dict[tuple, float]]:
     """Cross-entropy on the oracle's action token among the legal action tokens: on
     ``batch`` turns drawn at random per step, or (``full_batch``) on every distinct turn,
     weighted by how often it occurs (the same expected loss, for a model slow per row), in
-    micro-batches sized to the trainer's activation budget."""
+    micro-batches sized to the trainer's activation budget; with an adapter on the
+    ``top_layers`` last layers only, through a :class:`FrozenTrunk`. Also returns the
+    log-probability of the oracle action per distinct turn after the last step."""
     from mage_agent.memory import default_token_budget, micro_batches
 
     rng = random.Random(seed)
-    distinct = Counter(rows)
-    if full_batch:
-        rows = list(distinct)
-    prompts = policy.encode_prompts([r[0] for r in rows])
-    allowed = [policy.single_token_ids(r[1]) for r in rows]
-    targets = [policy.single_token_ids([r[2]]) for r in rows]
-    weights = torch.tensor([distinct[r] for r in rows], dtype=torch.float32)
+    turns = [row[:3] for row in rows]   # (prompt, legal, action): a prompt met against two styles is one row
+    distinct = Counter(turns)
+    unique = list(distinct)
+    place = {turn: i for i, turn in enumerate(unique)}
+    prompts = policy.encode_prompts([r[0] for r in unique])
+    allowed = [policy.single_token_ids(r[1]) for r in unique]
+    targets = [policy.single_token_ids([r[2]]) for r in unique]
+    weights = torch.tensor([distinct[r] for r in unique], dtype=torch.float32)
     weights /= weights.sum()
     budget = default_token_budget(policy.model.config, next(policy.model.parameters()).element_size())
-    parts = micro_batches(prompts, budget) if full_batch else []
+    parts = micro_batches(prompts, budget)
+    trunk = FrozenTrunk(policy, prompts, top_layers) if top_layers else None
+
+    def score(chosen: list[int], through_trunk: bool = True) -> torch.Tensor:
+        if trunk is not None and through_trunk:
+            return trunk.logprobs(prompts, chosen, [t[0] for t in targets], allowed)
+        logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
+                                                    allowed_ids=[allowed[i] for i in chosen])
+        return logprobs[:, 0]
+
+    if trunk is not None:   # the same values as the scorer's own, checked on a few rows
+        probe = list(range(min(4, len(unique))))
+        with torch.no_grad():
+            mine, theirs = score(probe), score(probe, through_trunk=False)
+        print(f"frozen trunk: {len(prompts)} prompts below layer {trunk.split}; "
+              f"max |log-prob - scorer's| {float((mine - theirs).abs().max()):.2e}")
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=lr)
     losses = []
     for _ in tqdm(range(steps), desc="supervised", mininterval=10):
@@ -124,21 +188,33 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
         if full_batch:
             loss_value = 0.0
             for part in parts:
-                logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in part], [targets[i] for i in part],
-                                                            allowed_ids=[allowed[i] for i in part])
-                loss = -(logprobs[:, 0] * weights[part]).sum()
+                loss = -(score(part) * weights[part]).sum()
                 loss.backward()
                 loss_value += loss.item()
         else:
-            chosen = [rng.randrange(len(rows)) for _ in range(batch)]
-            logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
-                                                        allowed_ids=[allowed[i] for i in chosen])
-            loss = -logprobs[:, 0].mean()
+            loss = -score([place[turns[rng.randrange(len(turns))]] for _ in range(batch)]).mean()
             loss.backward()
             loss_value = loss.item()
         optimizer.step()
         losses.append(loss_value)
-    return losses
+    with torch.no_grad():   # every distinct turn, scored after the last step
+        final = torch.cat([score(part) for part in parts]).tolist()
+    order = [i for part in parts for i in part]
+    return losses, {unique[i]: lp for i, lp in zip(order, final)}
+
+
+def fit_by_hand(rows, last: dict[tuple, float]) -> dict[str, dict[str, float]]:
+    """Where the remaining loss sits: per hand and per (final hand, style), the mean
+    negative log-probability of the oracle's action over the turns (counted with
+    repeats) and the share of turns whose oracle action has probability above one half."""
+    groups: dict[str, list[float]] = {}
+    final = max(r[3] for r in rows)
+    for row in rows:
+        keys = [f"hand {row[3] + 1}"] + ([f"hand {row[3] + 1} vs {row[4]}"] if row[3] == final else [])
+        for key in keys:
+            groups.setdefault(key, []).append(last[row[:3]])
+    return {key: {"turns": len(lps), "nll": -float(np.mean(lps)), "above_half": float(np.mean(np.exp(lps) > 0.5))}
+            for key, lps in sorted(groups.items())}
 
 
 def main() -> None:
@@ -161,6 +237,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the config's)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=JSON",
                         help='a further config setting, e.g. --set \'lora_target_modules=["q_proj","down_proj"]\'')
+    parser.add_argument("--save-adapter", default=None, metavar="DIR", help="save the trained adapter (or model) here")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
@@ -185,16 +262,23 @@ def main() -> None:
     torch.set_num_threads(threads_for(config.run.threads, policy.model))
     rows = oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe)
     labels: dict[str, set[str]] = {}
-    for prompt, _, action in rows:
+    for prompt, _, action, _, _ in rows:
         labels.setdefault(prompt, set()).add(action)
     ambiguous = sum(len(actions) > 1 for actions in labels.values())
     started = time.perf_counter()
-    losses = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed, args.full_batch)
+    losses, last = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed,
+                                    args.full_batch, config.model.lora_top_layers if config.model.lora else 0)
     training_seconds = time.perf_counter() - started
+    if args.save_adapter:
+        policy.model.save_pretrained(args.save_adapter)
     report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False)
     result: dict[str, Any] = {"args": vars(args), "turns": len(rows), "prompts": len(labels), "ambiguous_prompts": ambiguous,
               "final_loss": float(np.mean(losses[-20:])), "losses": [round(x, 5) for x in losses],
               "training_seconds": training_seconds, "styles": {}}
+    if last:
+        result["fit_by_hand"] = fit_by_hand(rows, last)
+        for key, fit in result["fit_by_hand"].items():
+            print(f"{key:<28} {fit['turns']:>4} turns  nll {fit['nll']:.3f}  p>0.5 on {fit['above_half']:.0%}")
     for style in TRAINING:
         r = report["opponents"][style]
         returns = r["mean_return_by_episode"]

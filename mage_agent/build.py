@@ -158,7 +158,7 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     lora = None
     if model_cfg.lora:
         lora = LoraSettings(model_cfg.lora_rank, model_cfg.lora_alpha, model_cfg.lora_dropout,
-                            tuple(model_cfg.lora_target_modules))
+                            tuple(model_cfg.lora_target_modules), model_cfg.lora_top_layers)
     keep_reference = config.algo.kl_coef > 0
     if checkpoint is None:
         return Policy.from_pretrained(base, lora=lora, device=device, keep_reference=keep_reference, dtype=dtype,

@@ -69,6 +69,8 @@ class ModelConfig:
     lora_dropout: float = field(default=0.05, metadata={"help": "dropout on the LoRA adapter's input"})
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
                                            metadata={"help": "module names that get a LoRA adapter (JSON list)"})
+    lora_top_layers: int = field(default=0, metadata={
+        "help": "adapt only the last N decoder layers (0: all); the update's backward pass stops below them"})
     system_prompt: str = field(default="", metadata={
         "help": "chat models: the system message of every prompt ('' : the chat template's own)"})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', 'cuda:1'..."})

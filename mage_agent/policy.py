@@ -78,6 +78,20 @@ class LoraSettings:
     alpha: int = 32
     dropout: float = 0.05
     target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj")
+    #: adapt the last ``top_layers`` decoder layers only (0: every layer); the layers below
+    #: then run without autograd, so an update's backward pass stops where the adapters start
+    top_layers: int = 0
+
+    def layers_to_transform(self, num_layers: int) -> list[int] | None:
+        """The decoder layers that get adapters (None: all).
+
+        >>> LoraSettings(top_layers=2).layers_to_transform(30)
+        [28, 29]
+        """
+        if not 0 <= self.top_layers <= num_layers:
+            raise ValueError(f"lora top_layers must be between 0 and the model's {num_layers} layers, "
+                             f"not {self.top_layers}")
+        return list(range(num_layers - self.top_layers, num_layers)) if self.top_layers else None
 
 
 class Policy:
@@ -119,6 +133,7 @@ class Policy:
                 LoraConfig(
                     r=lora.rank, lora_alpha=lora.alpha, lora_dropout=lora.dropout,
                     target_modules=list(lora.target_modules), task_type="CAUSAL_LM",
+                    layers_to_transform=lora.layers_to_transform(model.config.num_hidden_layers),
                 ),
             )
         self.model: CausalLM = moved(model, self.device)

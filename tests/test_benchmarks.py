@@ -235,6 +235,24 @@ def test_capacity_fits_the_oracle_and_reports_each_style(tmp_path, fresh):
             sum(s["final"] for s in result["styles"].values()) / sum(result["bayes_final"].values()))
 
 
+def test_capacity_with_an_adapter_on_the_top_layer_scores_through_the_frozen_trunk(tmp_path):
+    """The frozen-trunk path (states below the adapted layers computed once) gives the
+    scorer's own log-probs, and the fit is reported per hand and per final-hand style."""
+    pytest.importorskip("torch")
+    output = tmp_path / "capacity.json"
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "capacity.py"), "--steps", "3", "--batch", "8",
+                           "--meta-episodes", "12", "--eval-meta-episodes", "12", "--set", "lora=true",
+                           "--set", "lora_top_layers=1", "--set", 'dtype="float32"', "--output", str(output)],
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    gap = float(done.stdout.split("max |log-prob - scorer's| ")[1].split()[0])
+    assert gap < 1e-4
+    fit = json.loads(output.read_text())["fit_by_hand"]
+    assert {"hand 1", "hand 2", "hand 3", "hand 3 vs aggressive"} <= set(fit)
+    assert sum(fit[f"hand {h}"]["turns"] for h in (1, 2, 3)) == json.loads(output.read_text())["turns"]
+    assert all(f["nll"] > 0 and 0 <= f["above_half"] <= 1 for f in fit.values())
+
+
 def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(SCRIPT.parent))
     import learning

@@ -205,6 +205,33 @@ def test_lora_reference_is_the_base_model(tokenizer):
     assert all("lora" in n for n, p in policy.model.named_parameters() if p.requires_grad)
 
 
+@pytest.mark.parametrize("packed", [False, True])
+def test_lora_on_the_top_layers_only_adapts_them_and_backward_stops_below(tokenizer, packed):
+    """``top_layers=1`` puts adapters in the last decoder layer only; the layer below gets no
+    adapter, so autograd never records it (transformers' forward: its output needs no
+    gradient); the log-probs still move with the adapter."""
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=1)), tokenizer,
+                    lora=LoraSettings(rank=4, alpha=8, dropout=0.0, top_layers=1), packed_forward=packed)
+    adapted = {n.split(".layers.")[1].split(".")[0] for n, p in policy.model.named_parameters() if p.requires_grad}
+    assert adapted == {"1"}   # the tiny model's two layers: 0 and 1
+    prompts, completions = [[3, 4, 5, 6], [3, 4, 7]], [[8], [9]]
+    layers = [m for m in policy.model.modules() if type(m).__name__ == "LlamaDecoderLayer"]
+    needs_grad: list[bool] = []
+    hooks = [layer.register_forward_hook(lambda m, args, out: needs_grad.append(
+        (out[0] if isinstance(out, tuple) else out).requires_grad)) for layer in layers]
+    before, _, _ = policy.completion_logprobs(prompts, completions)
+    for hook in hooks:
+        hook.remove()
+    assert before.requires_grad and needs_grad == ([] if packed else [False, True])
+    optimizer = torch.optim.SGD(policy.trainable_parameters(), lr=1.0)
+    (-before.sum()).backward()
+    optimizer.step()
+    after, _, _ = policy.completion_logprobs(prompts, completions)
+    assert not torch.allclose(after, before)
+    with pytest.raises(ValueError, match="between 0 and the model's 2 layers"):
+        Policy(build_model(tokenizer), tokenizer, lora=LoraSettings(top_layers=3))
+
+
 def test_lora_adapter_save_load_round_trip(tokenizer, tmp_path):
     from peft import PeftModel
 

@@ -25,7 +25,7 @@ from mage_envs.numeric import (
 ROOT = Path(__file__).resolve().parent.parent
 TENSOR_IDS = sorted(i for i in gym.registry if i.startswith("mage/") and "-tensor-" in i)
 #: Opponents without search bots, so that rollouts are cheap and pickling is exact.
-FAST = {"KuhnPoker": "train", "LeducPoker": "train", "TicTacToe": ["random", "greedy", "minimax"]}
+FAST = {"KuhnPoker": "trainable", "LeducPoker": "trainable", "TicTacToe": ["random", "greedy", "minimax"]}
 PAIRS = [(KuhnPokerEnv, KuhnPokerTensorEnv), (LeducPokerEnv, LeducPokerTensorEnv), (TicTacToeEnv, TicTacToeTensorEnv)]
 
 
@@ -122,7 +122,7 @@ def test_pickled_env_continues_identically(env_id):
 @pytest.mark.parametrize("text_cls, tensor_cls", PAIRS)
 def test_text_and_tensor_views_play_the_same_game(text_cls, tensor_cls):
     """Same seed, same action ids: the same opponent, seat, deal, history and rewards."""
-    opponent = "train" if text_cls is not TicTacToeEnv else ["random", "greedy"]
+    opponent = "trainable" if text_cls is not TicTacToeEnv else ["random", "greedy"]
     text, tensor = text_cls(opponent=opponent), tensor_cls(opponent=opponent)
     rng = random.Random(0)
     for seed in range(20):
@@ -261,7 +261,7 @@ def test_meta_reward_modes(mode, rewards):
 
 
 def test_meta_keeps_the_opponent_and_deals_afresh_without_repeat():
-    env = gym.make("mage/KuhnPoker-tensor-meta-v0", opponent="train", num_episodes=6, repeat_instance=False)
+    env = gym.make("mage/KuhnPoker-tensor-meta-v0", opponent="trainable", num_episodes=6, repeat_instance=False)
     obs, info = env.reset(seed=1)
     opponents, instances, done = set(), set(), False
     while not done:

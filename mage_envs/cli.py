@@ -184,6 +184,7 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     if args.opponents == "train":
         print("mage: --opponents train is deprecated: use trainable (every archetype a training population may "
               "hold, not a run's population)", file=sys.stderr)
+        args.opponents = "trainable"
     opponents = None if args.opponents is None else (
         args.opponents if args.opponents in RESERVED_POPULATION_NAMES else args.opponents.split(","))
     for agent_name in agents:

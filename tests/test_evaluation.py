@@ -220,6 +220,22 @@ def test_cli_lists_and_reports_errors(capsys):
         main(["eval", "--env-kwarg", "novalue"])
 
 
+def test_cli_says_what_trainable_and_the_population_mean(tmp_path, capsys):
+    assert main(["opponents", "kuhn_poker"]) == 0
+    out = capsys.readouterr().out
+    splits = dict(line.split()[:2] for line in out.splitlines() if line and not line.startswith(("trainable:", "mage")))
+    assert [name for name, split in splits.items() if split == "trainable"] == [
+        "conservative", "aggressive", "intermediate", "random", "nash", "cfr-argmax"]
+    assert ("mage train's default population (what it trains against): conservative, aggressive, intermediate; "
+            "its evaluations add bluffer, calling-station, maniac.") in out
+    # the split's name before still works, with a note
+    assert main(["eval", "--agent", "random", "--opponents", "train", "--eval-meta-episodes", "1", "--no-oracle",
+                 "--quiet", "--output-dir", str(tmp_path)]) == 0
+    assert "--opponents train is deprecated: use trainable" in capsys.readouterr().err
+    report = json.loads((tmp_path / "eval_random.json").read_text())
+    assert [name for name, split in splits.items() if split == "trainable"] == list(report["opponents"])
+
+
 class BatchedAggressive:
     """The same policy as ``aggressive_agent``, answering a whole batch per call."""
 

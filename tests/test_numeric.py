@@ -305,6 +305,14 @@ def test_maskable_ppo_example_improves_on_the_untrained_policy(capsys):
     assert "gap to best response" in capsys.readouterr().out
 
 
+def test_rl2_example_takes_the_cli_meaning_of_its_flags(capsys):
+    pytest.importorskip("sb3_contrib")
+    result = load_example("rl2_kuhn_poker").main(["--timesteps", "128", "--n-envs", "1", "--num-episodes", "2",
+                                                 "--eval-meta-episodes", "0"])
+    assert result["before"] == result["after"] == []   # 0 skips the evaluations, as in `mage train`
+    assert "2 hands per meta-episode" in capsys.readouterr().out
+
+
 def test_rl2_example_improves_on_the_untrained_policy(capsys):
     pytest.importorskip("sb3_contrib")
     result = load_example("rl2_kuhn_poker").main(["--timesteps", "16384", "--eval-meta-episodes", "500"])

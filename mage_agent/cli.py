@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from mage_envs.cli import Deprecated
-from mage_envs.eval_protocol import EvalSettings
+from mage_envs.eval_protocol import EvalSettings, protocol_opponents
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
 from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
@@ -323,13 +323,17 @@ def model_eval_config(
         ('full', True, 300)
     """
     state_file = Path(model) / "state.json"
+    overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,
+                                 "max_new_tokens": max_new_tokens}
     if state_file.exists():
         config = TrainConfig.from_dict(json.loads(state_file.read_text())["config"])
     else:
         config = apply_overrides(TrainConfig(), {"name_or_path": str(model), "action_tokens": False,
                                                  "temperature": 0.3, "max_new_tokens": 128, "prompt_style": "full"})
-    overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,
-                                 "max_new_tokens": max_new_tokens}
+        game = game_of(env_id or config.env.env_id)
+        if game is not None:   # the protocol's opponents of this game, as for any other agent
+            population, heldout = protocol_opponents(game)
+            overrides.update(population=dict.fromkeys(population, 1.0), heldout=heldout)
     if env_options:
         overrides["env_options"] = {**config.env.env_options, **env_options}
     if agent != "policy":

@@ -27,7 +27,7 @@ from .registration import env_options, game_of
 
 __all__ = [
     "DEFAULT_HELDOUT", "DEFAULT_POPULATION", "EVAL_META_EPISODES", "EVAL_SEED", "INVALID_PENALTY", "INVALID_RETRIES",
-    "NUM_EPISODES", "EvalSettings", "eval_settings", "protocol_env_kwargs",
+    "NUM_EPISODES", "EvalSettings", "eval_settings", "protocol_env_kwargs", "protocol_opponents",
 ]
 
 #: ``mage train``'s default population: the archetypes a run trains against (each trainable).
@@ -99,6 +99,19 @@ class EvalSettings:
         return ", ".join(parts)
 
 
+def protocol_opponents(game: str) -> tuple[list[str], list[str]]:
+    """The protocol's population and held-out archetypes of ``game``: the defaults where the
+    game has them all (Kuhn and Leduc Poker), else its trainable and its held-out ones.
+
+    Example:
+        >>> protocol_opponents("tic_tac_toe")[1]
+        ['preferred-cell-anti-diagonal', 'preferred-cell-spiral', 'mcts-1000']
+    """
+    if set(DEFAULT_POPULATION + DEFAULT_HELDOUT) <= set(list_opponents(game)):
+        return list(DEFAULT_POPULATION), list(DEFAULT_HELDOUT)
+    return list_opponents(game, "trainable"), list_opponents(game, "heldout")
+
+
 def eval_settings(
     env_id: str,
     opponents: str | Sequence[str] | None = None,
@@ -110,18 +123,18 @@ def eval_settings(
     prompt_style: str = "compact",
 ) -> EvalSettings:
     """The protocol's settings for ``env_id``, each argument given overriding its default
-    (``env_options``: over :func:`protocol_env_kwargs`). The default opponents are
-    :data:`DEFAULT_POPULATION` and :data:`DEFAULT_HELDOUT` where the game has them (Kuhn
-    and Leduc Poker), else ``"all"`` of its archetypes (a task has none).
+    (``env_options``: over :func:`protocol_env_kwargs`). The default opponents are the
+    :func:`protocol_opponents`, the population first (a task has none: ``"all"``).
 
     Example:
-        >>> eval_settings("mage/TicTacToe-meta-v0").opponents
-        'all'
+        >>> eval_settings("mage/TicTacToe-meta-v0").opponents[:3]
+        ['random', 'greedy', 'minimax']
     """
     game = game_of(env_id)
     default: list[str] | str = "all"
-    if game is not None and set(DEFAULT_POPULATION + DEFAULT_HELDOUT) <= set(list_opponents(game)):
-        default = [*DEFAULT_POPULATION, *DEFAULT_HELDOUT]
+    if game is not None:
+        population, heldout = protocol_opponents(game)
+        default = [*population, *heldout]
     kwargs = {**protocol_env_kwargs(env_id, reflection=reflection, prompt_style=prompt_style), **(env_options or {})}
     return EvalSettings(
         env_id, default if opponents is None else opponents if isinstance(opponents, str) else list(opponents),

@@ -9,6 +9,7 @@ from mage_agent.config import TrainConfig
 from mage_envs import InvalidActionPolicy
 from mage_envs.cli import DEFAULT_ENV, main, reference_settings
 from mage_envs.eval_protocol import EvalSettings
+from mage_envs.opponents import list_opponents
 
 SIX = ["conservative", "aggressive", "intermediate", "bluffer", "calling-station", "maniac"]
 
@@ -44,6 +45,14 @@ def test_models_mage_did_not_train_differ_only_in_reading_the_full_prompts():
     reflecting = with_options(full, reflection=True)
     assert reference_settings("openai", DEFAULT_ENV, prompting="reflexion") == reflecting
     assert final_evaluation(model_eval_config("smollm2-135m", "reflexion")) == reflecting
+
+
+def test_a_game_without_the_default_styles_meets_its_trainable_then_held_out_ones_from_every_agent():
+    ttt = "mage/TicTacToe-meta-v0"
+    model = final_evaluation(model_eval_config("smollm2-135m", env_id=ttt))
+    assert model == reference_settings("openai", ttt)
+    assert model.opponents == [*list_opponents("tic_tac_toe", "trainable"), *list_opponents("tic_tac_toe", "heldout")]
+    assert sorted(model.opponents) == sorted(list_opponents("tic_tac_toe"))
 
 
 def test_flags_given_override_the_protocol():

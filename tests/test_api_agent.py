@@ -344,6 +344,12 @@ def test_one_eval_help_shows_every_flag_once(capsys):
                  "--eval-meta-episodes", "--output-dir", "--prompting", "--resume", "--retries", "--timeout"):
         assert text.count(flag + " ") + text.count(flag + "\n") >= 1, flag
     assert "random,best-response,bayes,policy,react,reflexion,openai" in text and text.count("--output-dir OUTPUT_DIR") == 2
+    # the defaults, and what differs from `mage train`'s final evaluation on purpose
+    flat = " ".join(text.split())
+    for said in ("evaluated as `mage train`'s final evaluation evaluates", "reads the full prompts with the rules",
+                 "reflections are written only with --prompting reflexion or --agent reflexion", "(default: 300;",
+                 "(default: 1000000000;"):
+        assert said in flat, said
 
 
 def test_a_local_model_without_torch_says_what_to_install(monkeypatch, capsys, tmp_path):

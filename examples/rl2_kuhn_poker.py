@@ -12,7 +12,8 @@ hand index, and an LSTM carries the rest. Evaluated per hand index (mean return 
 
 A policy that adapts beats the first and tends to the second in later hands.
 
-Run: ``python examples/rl2_kuhn_poker.py [--timesteps 300000] [--episodes 3] [--seed 0]``
+Run: ``python examples/rl2_kuhn_poker.py [--timesteps 300000] [--num-episodes 3] [--seed 0]``
+(``--eval-meta-episodes 0`` skips the evaluations, as in ``mage train``)
 (needs ``pip install -e ".[rl]"``; CPU is enough).
 """
 
@@ -40,12 +41,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--opponents", default="conservative,aggressive,intermediate",
                         help="comma-separated Kuhn archetypes, drawn uniformly per meta-episode")
     parser.add_argument("--seat", type=int, choices=(0, 1), default=0, help="0 acts first")
-    parser.add_argument("--episodes", type=int, default=3, help="hands per meta-episode (N)")
+    parser.add_argument("--num-episodes", "--episodes", dest="episodes", type=int, default=3,
+                        help="hands per meta-episode (N; --episodes: its name before)")
     parser.add_argument("--reward-mode", default="cumulative", choices=("differential", "final", "cumulative"),
                         help="cumulative: RL^2's sum over all hands; differential: MAGE's")
     parser.add_argument("--timesteps", type=int, default=300_000, help="training budget in env steps")
     parser.add_argument("--n-envs", type=int, default=8, help="parallel meta-episodes in a rollout")
-    parser.add_argument("--eval-meta-episodes", type=int, default=2000)
+    parser.add_argument("--eval-meta-episodes", type=int, default=2000,
+                        help="meta-episodes of each evaluation, before and after training (0: none)")
     parser.add_argument("--seed", type=int, default=0, help="training seed; evaluation uses seed + 1")
     return parser.parse_args(argv)
 
@@ -94,11 +97,11 @@ def main(argv: list[str] | None = None) -> dict[str, object]:
         seed=args.seed,
         verbose=0,
     )
-    before = evaluate(model, eval_env, args.eval_meta_episodes, args.seed + 1)
+    before = evaluate(model, eval_env, args.eval_meta_episodes, args.seed + 1) if args.eval_meta_episodes else []
 
     # 3. Train, then evaluate per hand index.
     model.learn(total_timesteps=args.timesteps)
-    after = evaluate(model, eval_env, args.eval_meta_episodes, args.seed + 1)
+    after = evaluate(model, eval_env, args.eval_meta_episodes, args.seed + 1) if args.eval_meta_episodes else []
 
     print(f"RL^2 on Kuhn Poker, seat {args.seat}, opponents {opponents}, {args.episodes} hands per "
           f"meta-episode, {args.reward_mode} reward, {args.timesteps} steps, {args.eval_meta_episodes} meta-episodes")

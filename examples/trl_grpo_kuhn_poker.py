@@ -55,7 +55,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def env_factory(num_episodes: int) -> Callable[[], gym.Env]:
     """Makes one meta-episode env per call; compact prompts keep the multi-turn transcript short."""
-    return partial(gym.make, "mage/KuhnPoker-meta-v0", opponent="train", num_episodes=num_episodes,
+    return partial(gym.make, "mage/KuhnPoker-meta-v0", opponent="trainable", num_episodes=num_episodes,
                    prompt_style="compact")
 
 

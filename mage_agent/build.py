@@ -19,6 +19,7 @@ from typing import Any
 import torch
 
 from mage_envs import InvalidActionPolicy
+from mage_envs.eval_protocol import INVALID_RETRIES
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
@@ -259,14 +260,19 @@ def population_of(config: TrainConfig) -> dict[str, float]:
         if archetype(game, name).split == "heldout":
             raise ValueError(
                 f"{name!r} is a held-out archetype of {game}: it is for evaluation only "
-                f"(training archetypes: {', '.join(list_opponents(game, 'train'))})"
+                f"(trainable archetypes: {', '.join(list_opponents(game, 'trainable'))})"
             )
     return population
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:
-    """``gym.make`` arguments of the meta-environment for this run (game options only for
-    games: the population plus held-out archetypes, the seat, the prompt style)."""
+    """``gym.make`` arguments of the meta-environment the run trains on (game options only
+    for games: the training population, the seat, the prompt style).
+
+    Example:
+        >>> env_kwargs(TrainConfig())["opponent"]
+        ['conservative', 'aggressive', 'intermediate']
+    """
     env = config.env
     kwargs: dict[str, Any] = {
         "num_episodes": env.num_episodes,
@@ -274,7 +280,7 @@ def env_kwargs(config: TrainConfig) -> dict[str, Any]:
         "reflection": env.reflection,
         "include_summaries": env.memory,
         "repeat_instance": env.repeat_instance,
-        "invalid_action": InvalidActionPolicy("retry", max_retries=2, penalty=env.invalid_penalty),
+        "invalid_action": InvalidActionPolicy("retry", max_retries=INVALID_RETRIES, penalty=env.invalid_penalty),
         **env.env_options,
     }
     population = population_of(config)
@@ -283,14 +289,26 @@ def env_kwargs(config: TrainConfig) -> dict[str, Any]:
             prompt_style=env.prompt_style,
             seat=env.seat if env.seat == "random" else int(env.seat),
             reward_scale=env.reward_scale,
-            opponent=list(population) + [o for o in env.heldout if o not in population],
+            opponent=list(population),
         )
     return kwargs
 
 
+def evaluation_opponents(config: TrainConfig) -> list[str]:
+    """The evaluations' opponents: the training population, then the held-out archetypes
+    (none for a single-agent task).
+
+    Example:
+        >>> evaluation_opponents(TrainConfig())
+        ['conservative', 'aggressive', 'intermediate', 'bluffer', 'calling-station', 'maniac']
+    """
+    population = population_of(config)
+    return [*population, *(o for o in config.env.heldout if o not in population)] if population else []
+
+
 def eval_env_kwargs(config: TrainConfig) -> dict[str, Any]:
-    """The evaluations' ``gym.make`` arguments: :func:`env_kwargs` with ``eval_env_options``
-    over them.
+    """The evaluations' ``gym.make`` arguments: :func:`env_kwargs` against the
+    :func:`evaluation_opponents`, with ``eval_env_options`` over them.
 
     Example:
         >>> from mage_agent.config import apply_overrides
@@ -299,4 +317,5 @@ def eval_env_kwargs(config: TrainConfig) -> dict[str, Any]:
         >>> env_kwargs(config)["instance_split"], eval_env_kwargs(config)["instance_split"]
         ('train', 'eval')
     """
-    return {**env_kwargs(config), **config.env.eval_env_options}
+    opponents = evaluation_opponents(config)
+    return {**env_kwargs(config), **({"opponent": opponents} if opponents else {}), **config.env.eval_env_options}

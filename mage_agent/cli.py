@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
 from mage_envs.cli import Deprecated
+from mage_envs.eval_protocol import EvalSettings, protocol_opponents
 from mage_envs.evaluation import evaluate
 from mage_envs.registration import game_of
 from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
@@ -137,11 +138,14 @@ def evaluate_policy(
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name)
     kwargs = eval_env_kwargs(config)
+    settings = EvalSettings(config.env.env_id, opponents or kwargs.get("opponent") or "all",
+                            config.run.eval_meta_episodes, config.run.eval_seed,
+                            {k: v for k, v in kwargs.items() if k != "opponent"})
+    LOG.info("%s", settings.describe())
     with agent.sampler.reusing_prefixes():
-        report = evaluate(agent, config.env.env_id, opponents=opponents or kwargs.get("opponent"),
-                          meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
-                          env_kwargs={k: v for k, v in kwargs.items() if k != "opponent"}, progress=progress,
-                          agent_name=name, transcript=transcript, oracle=oracle, transcript_steps=transcript_steps)
+        report = evaluate(agent, settings.env_id, opponents=settings.opponents, meta_episodes=settings.meta_episodes,
+                          seed=settings.seed, env_kwargs=settings.env_kwargs, progress=progress, agent_name=name,
+                          transcript=transcript, oracle=oracle, transcript_steps=transcript_steps)
     game = config.env.env_id
     data = report.to_dict()
     data["env_kwargs"] = {k: (dataclasses.asdict(v) if dataclasses.is_dataclass(v) and not isinstance(v, type) else v)
@@ -298,6 +302,45 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
     return 0
 
 
+def model_eval_config(
+    model: str | Path,
+    agent: str = "policy",
+    env_id: str | None = None,
+    meta_episodes: int | None = None,
+    seed: int | None = None,
+    env_options: dict[str, Any] | None = None,
+    max_new_tokens: int | None = None,
+) -> TrainConfig:
+    """The config :func:`evaluate_model` evaluates with: a checkpoint folder's run config, or
+    for any other model :class:`TrainConfig`'s (the protocol of ``mage train``'s final
+    evaluation, :mod:`mage_envs.eval_protocol`) with the free-text settings that
+    benchmarks/free_text.py chose for a pretrained model, which reads the full prompts;
+    then every argument given over it.
+
+    Example:
+        >>> config = model_eval_config("smollm2-135m", "reflexion")
+        >>> config.env.prompt_style, config.env.reflection, config.run.eval_meta_episodes
+        ('full', True, 300)
+    """
+    state_file = Path(model) / "state.json"
+    overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,
+                                 "max_new_tokens": max_new_tokens}
+    if state_file.exists():
+        config = TrainConfig.from_dict(json.loads(state_file.read_text())["config"])
+    else:
+        config = apply_overrides(TrainConfig(), {"name_or_path": str(model), "action_tokens": False,
+                                                 "temperature": 0.3, "max_new_tokens": 128, "prompt_style": "full"})
+        game = game_of(env_id or config.env.env_id)
+        if game is not None:   # the protocol's opponents of this game, as for any other agent
+            population, heldout = protocol_opponents(game)
+            overrides.update(population=dict.fromkeys(population, 1.0), heldout=heldout)
+    if env_options:
+        overrides["env_options"] = {**config.env.env_options, **env_options}
+    if agent != "policy":
+        overrides.update(action_tokens=False, reflection=agent == "reflexion")
+    return apply_overrides(config, {k: v for k, v in overrides.items() if v is not None})
+
+
 def evaluate_model(
     model: str,
     agent: str = "policy",
@@ -317,8 +360,8 @@ def evaluate_model(
 
     ``model`` is a checkpoint folder (``.../checkpoints/iter-N``, evaluated with its run's
     settings), a run folder (its newest checkpoint), a local model path, a hub id or
-    ``smollm2-135m``. Every other argument
-    overrides the checkpoint's setting when given. ``eval_<agent>.json`` and
+    ``smollm2-135m``, evaluated as :func:`model_eval_config` says; every other argument
+    overrides its setting when given. ``eval_<agent>.json`` and
     ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
     else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
     with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`); it
@@ -329,26 +372,13 @@ def evaluate_model(
     if latest is not None:   # a run folder: its newest checkpoint
         LOG.info("evaluating %s, the newest checkpoint of %s", latest.name, folder)
         folder = latest
-    state_file = folder / "state.json"
-    checkpoint = state_file.exists()
+    checkpoint = (folder / "state.json").exists()
     run_dir = folder.parent.parent if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"
     output = Path(output_dir) if output_dir is not None else run_dir if checkpoint else Path("runs") / "eval"
     transcript = start_transcript(output / f"transcript_{agent}.jsonl", resume, overwrite)  # before the model loads
-    if checkpoint:
-        config = TrainConfig.from_dict(json.loads(state_file.read_text())["config"])
-        policy = build_policy(config, run_dir, folder)
-    else:
-        # a pretrained model answers in free text, with the settings benchmarks/free_text.py chose
-        config = apply_overrides(TrainConfig(), {"name_or_path": model, "action_tokens": False, "temperature": 0.3,
-                                                 "max_new_tokens": 128, "prompt_style": "full"})
-        policy = build_policy(config, run_dir)
-    overrides: dict[str, Any] = {"env_id": env_id, "eval_meta_episodes": meta_episodes, "eval_seed": seed,
-                                 "max_new_tokens": max_new_tokens}
-    if env_options:
-        overrides["env_options"] = {**config.env.env_options, **env_options}
-    if agent != "policy":
-        overrides.update(action_tokens=False, reflection=agent == "reflexion")
-    config = apply_overrides(config, {k: v for k, v in overrides.items() if v is not None})
+    config = model_eval_config(folder if checkpoint else model, agent, env_id, meta_episodes, seed, env_options,
+                               max_new_tokens)
+    policy = build_policy(config, run_dir, folder if checkpoint else None)
     player = None
     if agent != "policy":
         builder = react_agent if agent == "react" else reflexion_agent

@@ -24,6 +24,15 @@ from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from mage_envs.core.meta_tracker import RewardMode
+from mage_envs.eval_protocol import (
+    DEFAULT_HELDOUT,
+    DEFAULT_POPULATION,
+    EVAL_META_EPISODES,
+    EVAL_SEED,
+    INVALID_PENALTY,
+    INVALID_RETRIES,
+    NUM_EPISODES,
+)
 from mage_envs.registration import check_env_id, check_env_options, did_you_mean
 
 from .advantage import ESTIMATORS, SCOPES, Estimator, Scope, StdOf
@@ -91,7 +100,7 @@ class EnvConfig:
 
     env_id: str = field(default="mage/KuhnPoker-meta-v0", metadata={
         "help": "a registered Gymnasium id (`mage envs` lists them)"})
-    num_episodes: int = field(default=3, metadata={"help": "inner episodes per meta-episode"})
+    num_episodes: int = field(default=NUM_EPISODES, metadata={"help": "inner episodes per meta-episode"})
     reward_mode: RewardMode = field(default="differential", metadata={
         "help": "per-episode reward: 'differential' (MAGE), 'final' or 'cumulative' (ablations)"})
     reflection: bool = field(default=False, metadata={"help": "ask the model for a reflection between episodes"})
@@ -105,15 +114,16 @@ class EnvConfig:
         "help": "the learner's seat in a game: 'random' (drawn per meta-episode, per episode with fresh deals), "
                 "'0' (moves first) or '1'"})
     population: dict[str, float] = field(
-        default_factory=lambda: {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0},
-        metadata={"help": "training opponents: archetype id -> sampling weight (JSON object)"},
+        default_factory=lambda: dict.fromkeys(DEFAULT_POPULATION, 1.0),
+        metadata={"help": "the training population: the archetypes the run trains against, id -> sampling weight "
+                  "(JSON object; each must be trainable, see `mage opponents`)"},
     )
     single_opponent: str = field(default="", metadata={
         "help": "ablation: train against this one archetype only (empty: the population)"})
-    heldout: list[str] = field(default_factory=lambda: ["bluffer", "calling-station", "maniac"], metadata={
+    heldout: list[str] = field(default_factory=lambda: list(DEFAULT_HELDOUT), metadata={
         "help": "archetypes the final evaluation adds to the population's (JSON list)"})
-    invalid_penalty: float = field(default=-1.0, metadata={
-        "help": "reward added to a step with an invalid answer (up to 2 retries are allowed)"})
+    invalid_penalty: float = field(default=INVALID_PENALTY, metadata={
+        "help": f"reward added to a step with an invalid answer (up to {INVALID_RETRIES} retries are allowed)"})
     reward_scale: float = field(default=1.0, metadata={"help": "multiplies a game's payoffs (> 0)"})
     env_options: dict[str, Any] = field(default_factory=dict, metadata={
         "help": 'further gym.make arguments of the environment (JSON object, e.g. {"max_steps": 30})'})
@@ -208,9 +218,9 @@ class RunConfig:
     output_dir: str = field(default="runs/mage", metadata={
         "help": "where logs, checkpoints and evaluations are written"})
     checkpoint_every: int = field(default=50, metadata={"help": "iterations between checkpoints (0: never)"})
-    eval_meta_episodes: int = field(default=300, metadata={
+    eval_meta_episodes: int = field(default=EVAL_META_EPISODES, metadata={
         "help": "meta-episodes per opponent in the evaluations before and after training (0: none)"})
-    eval_seed: int = field(default=1_000_000_000, metadata={
+    eval_seed: int = field(default=EVAL_SEED, metadata={
         "help": "evaluation seeds start here (disjoint from training)"})
     threads: int = field(default=0, metadata={
         "help": "torch CPU threads (0: every core for a model of 10M parameters or more, else 1, fastest for the "

@@ -4,7 +4,7 @@ Examples::
 
     mage envs
     mage opponents kuhn_poker
-    mage eval --env-id mage/KuhnPoker-meta-v0 --agent best-response --opponents train
+    mage eval --env-id mage/KuhnPoker-meta-v0 --agent best-response --opponents trainable
     mage eval --agent bayes --opponents conservative,aggressive,intermediate --env-options '{"repeat_instance": false}'
     mage train --output-dir runs/kuhn          # the trainer (needs the [agent] extra)
     mage eval --agent policy --model runs/kuhn                # its newest checkpoint
@@ -28,8 +28,16 @@ import gymnasium as gym
 
 from .agents.openai_chat import APIError, OpenAIChatAgent
 from .agents.prompting import INSTRUCTIONS
+from .eval_protocol import (
+    DEFAULT_HELDOUT,
+    DEFAULT_POPULATION,
+    EVAL_META_EPISODES,
+    EVAL_SEED,
+    EvalSettings,
+    eval_settings,
+)
 from .evaluation import evaluate
-from .opponents.registry import archetype, list_opponents
+from .opponents.registry import RESERVED_POPULATION_NAMES, archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id, check_env_options
@@ -41,6 +49,7 @@ AGENTS = ("random", "best-response", "bayes", "policy", "react", "reflexion", "o
 MODEL_AGENTS = ("policy", "react", "reflexion")
 DEFAULT_ENV = "mage/KuhnPoker-meta-v0"
 DEFAULT_BASE_URL = "http://127.0.0.1:8000/v1"
+PROTOCOL_OPPONENTS = (*DEFAULT_POPULATION, *DEFAULT_HELDOUT)
 
 
 def parse_pairs(pairs: Sequence[str], flag: str = "--env-kwarg") -> dict[str, Any]:
@@ -73,20 +82,25 @@ def _cmd_envs(args: argparse.Namespace) -> int:
 
 
 def _cmd_opponents(args: argparse.Namespace) -> int:
-    for name in list_opponents(args.game):
+    names = list_opponents(args.game)
+    for name in names:
         spec = archetype(args.game, name)
-        print(f"{name:<28} {spec.split:<8} {spec.description}")
+        print(f"{name:<28} {spec.split:<9} {spec.description}")
+    print("\ntrainable: a training population may hold it; heldout: for evaluation only (mage train refuses it).")
+    if set(DEFAULT_POPULATION) <= set(names):
+        print(f"mage train's default population (what it trains against): {', '.join(DEFAULT_POPULATION)}; "
+              f"its evaluations add {', '.join(o for o in DEFAULT_HELDOUT if o in names)}.")
     return 0
 
 
-def _agent_arguments(name: str, args: argparse.Namespace, opponents: str | list[str] | None) -> dict[str, Any]:
+def _agent_arguments(name: str, args: argparse.Namespace, settings: EvalSettings) -> dict[str, Any]:
     """``evaluate`` keyword arguments for a reference agent or the API agent."""
     if name == "random":
-        return {"agent": RandomLegalAgent(seed=_given(args.seed, 0))}
+        return {"agent": RandomLegalAgent(seed=settings.seed)}
     if name == "best-response":
         return {"agent": None, "make_agent": BestResponseAgent}
     if name == "bayes":  # its prior: the opponents evaluated, equally likely
-        prior = opponents or "all"
+        prior = settings.opponents
         return {"agent": None, "make_agent": lambda env: BayesAdaptiveAgent(env, population=prior)}
     return {"agent": OpenAIChatAgent(
         args.model, args.base_url or DEFAULT_BASE_URL, api_key_env=args.api_key_env, temperature=args.temperature or 0.0,
@@ -167,25 +181,29 @@ def _cmd_eval(args: argparse.Namespace) -> int:
     env_kwargs = {**parse_pairs(getattr(args, "env_kwarg", None) or []), **args.env_options}
     if args.env is not None or args.model is None:  # else a checkpoint's env, checked when its config is built
         check_env_options(args.env or DEFAULT_ENV, env_kwargs)
+    if args.opponents == "train":
+        print("mage: --opponents train is deprecated: use trainable (every archetype a training population may "
+              "hold, not a run's population)", file=sys.stderr)
+        args.opponents = "trainable"
     opponents = None if args.opponents is None else (
-        args.opponents if args.opponents in ("train", "heldout", "all") else args.opponents.split(","))
+        args.opponents if args.opponents in RESERVED_POPULATION_NAMES else args.opponents.split(","))
     for agent_name in agents:
         if agent_name in MODEL_AGENTS:
             _evaluate_model(agent_name, args, opponents, env_kwargs)
             continue
-        kwargs = dict(env_kwargs)
-        if agent_name == "openai" and args.prompting == "reflexion":
-            kwargs.setdefault("reflection", True)  # Reflexion consults the reflections of earlier episodes
-        arguments = _agent_arguments(agent_name, args, opponents)
+        settings = reference_settings(agent_name, args.env or DEFAULT_ENV, opponents, args.meta_episodes, args.seed,
+                                      env_kwargs, args.prompting)
+        print(f"mage: {settings.describe()}", file=sys.stderr)
+        arguments = _agent_arguments(agent_name, args, settings)
         name = getattr(arguments["agent"], "name", agent_name)
         output = Path(args.output_dir or "runs/eval")
         transcript = start_transcript(output / f"transcript_{name}.jsonl", args.resume, args.overwrite)
         report = evaluate(
-            env_id=args.env or DEFAULT_ENV,
-            opponents=opponents or "all",
-            meta_episodes=_given(args.meta_episodes, 200),
-            seed=_given(args.seed, 0),
-            env_kwargs=kwargs,
+            env_id=settings.env_id,
+            opponents=settings.opponents,
+            meta_episodes=settings.meta_episodes,
+            seed=settings.seed,
+            env_kwargs=settings.env_kwargs,
             oracle=not args.no_oracle,
             progress=not args.quiet,
             agent_name=name,
@@ -197,6 +215,23 @@ def _cmd_eval(args: argparse.Namespace) -> int:
         print(report.table())
         print(f"saved {path} and {transcript}\n")
     return 0
+
+
+def reference_settings(agent: str, env_id: str, opponents: str | list[str] | None = None,
+                       meta_episodes: int | None = None, seed: int | None = None,
+                       env_options: dict[str, Any] | None = None, prompting: str | None = None) -> EvalSettings:
+    """What ``mage eval --agent random|best-response|bayes|openai`` plays: the protocol of
+    ``mage train``'s final evaluation (:mod:`mage_envs.eval_protocol`), each flag given over
+    it. An API model reads the full prompts (the rules) and writes reflections only with
+    ``--prompting reflexion``.
+
+    Example:
+        >>> reference_settings("openai", DEFAULT_ENV, prompting="reflexion").env_kwargs["reflection"]
+        True
+    """
+    api = agent == "openai"
+    return eval_settings(env_id, opponents, meta_episodes, seed, env_options, reflection=api and prompting == "reflexion",
+                         prompt_style="full" if api else "compact")
 
 
 def _evaluate_model(agent: str, args: argparse.Namespace, opponents: str | list[str] | None,
@@ -318,7 +353,13 @@ def build_parser() -> argparse.ArgumentParser:
                         "extra) or an OpenAI-compatible API model (openai: the [api] extra). Every finished "
                         "meta-episode is appended to <output-dir>/transcript_<agent>.jsonl (the steps of the first "
                         "--transcript-steps per opponent, the results of all); --resume continues an interrupted "
-                        "evaluation without replaying them. The flags are named as in `mage train`; the names of the release "
+                        "evaluation without replaying them. By default every agent is evaluated as `mage train`'s final "
+                        "evaluation evaluates (the same opponents, meta-episodes, seeds, 3 episodes, no reflections, "
+                        "an invalid answer retried twice at -1 each; a checkpoint: its run's settings, so its "
+                        "eval.json is reproduced), and the settings are printed; deliberately different: a model "
+                        "mage did not train (openai, a pretrained local model) reads the full prompts with the rules, "
+                        "and reflections are written only with --prompting reflexion or --agent reflexion. "
+                        "The flags are named as in `mage train`; the names of the release "
                         "before (--env, --meta-episodes, --seed, --max-tokens, --env-kwarg KEY=VALUE) still work, with a "
                         "note.")
     ev.add_argument("--agent", action="append", choices=AGENTS,
@@ -331,12 +372,13 @@ def build_parser() -> argparse.ArgumentParser:
                     "server serves")
     ev.add_argument("--env-id", dest="env", default=None, metavar="ID",
                     help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
-    ev.add_argument("--opponents", default=None, help="train, heldout, all, or comma-separated archetype ids "
-                    "(default: all; a checkpoint: its training population and held-out archetypes)")
+    ev.add_argument("--opponents", default=None, help="trainable, heldout, all, or comma-separated archetype ids "
+                    f"(default: mage train's population and held-out archetypes, {', '.join(PROTOCOL_OPPONENTS)}, "
+                    "where the game has them, else its trainable then its held-out ones; a checkpoint: its run's)")
     ev.add_argument("--eval-meta-episodes", dest="meta_episodes", type=int, default=None, metavar="N",
-                    help="meta-episodes per opponent (default: 200; a checkpoint: its eval_meta_episodes)")
+                    help=f"meta-episodes per opponent (default: {EVAL_META_EPISODES}; a checkpoint: its run's)")
     ev.add_argument("--eval-seed", dest="seed", type=int, default=None, metavar="SEED",
-                    help="meta-episode j uses seed + j (default: 0; a checkpoint: its eval_seed)")
+                    help=f"meta-episode j uses seed + j (default: {EVAL_SEED}; a checkpoint: its run's)")
     ev.add_argument("--env-options", type=_json_object, default={}, metavar="JSON",
                     help='further gym.make arguments (JSON object, e.g. \'{"seat": 0, "num_episodes": 5}\'; '
                     "a checkpoint's are kept, these override them)")

@@ -148,12 +148,12 @@ def _json_default(value: Any) -> Any:
 
 
 def resolve_opponents(game: str, opponents: str | Sequence[str] | None) -> list[str]:
-    """Archetype ids from ``None`` (train + heldout), a split name, or a list of ids."""
+    """Archetype ids from ``None`` (every archetype), a split name, or a list of ids."""
     if opponents is None:
         return list_opponents(game)
     if isinstance(opponents, str):
         if opponents in RESERVED_POPULATION_NAMES:
-            return list_opponents(game, None if opponents == "all" else opponents)  # type: ignore[arg-type]
+            return list_opponents(game, None if opponents == "all" else opponents)
         return [opponents]
     return list(opponents)
 

@@ -14,7 +14,7 @@ ENV_IDS = sorted(i for i in gym.registry if i.startswith("mage/"))
 #: Ids that act with text; the numeric ``-tensor-`` ids are rolled out in tests/test_numeric.py.
 TEXT_IDS = [i for i in ENV_IDS if "-tensor-" not in i]
 #: Opponents without search bots, so that rollouts are cheap and pickling is exact.
-FAST = {"KuhnPoker": "train", "LeducPoker": "train", "TicTacToe": ["random", "greedy", "minimax"]}
+FAST = {"KuhnPoker": "trainable", "LeducPoker": "trainable", "TicTacToe": ["random", "greedy", "minimax"]}
 
 
 def fast_kwargs(env_id):

@@ -344,6 +344,12 @@ def test_one_eval_help_shows_every_flag_once(capsys):
                  "--eval-meta-episodes", "--output-dir", "--prompting", "--resume", "--retries", "--timeout"):
         assert text.count(flag + " ") + text.count(flag + "\n") >= 1, flag
     assert "random,best-response,bayes,policy,react,reflexion,openai" in text and text.count("--output-dir OUTPUT_DIR") == 2
+    # the defaults, and what differs from `mage train`'s final evaluation on purpose
+    flat = " ".join(text.split())
+    for said in ("evaluated as `mage train`'s final evaluation evaluates", "reads the full prompts with the rules",
+                 "reflections are written only with --prompting reflexion or --agent reflexion", "(default: 300;",
+                 "(default: 1000000000;"):
+        assert said in flat, said
 
 
 def test_a_local_model_without_torch_says_what_to_install(monkeypatch, capsys, tmp_path):
@@ -352,3 +358,24 @@ def test_a_local_model_without_torch_says_what_to_install(monkeypatch, capsys, t
     monkeypatch.setitem(sys.modules, "mage_agent", None)  # as if the [agent] extra were not installed
     assert main(["eval", "--agent", "react", "--model", "smollm2-135m", "--output-dir", str(tmp_path)]) == 2
     assert 'pip install -e ".[agent]"' in capsys.readouterr().err
+
+
+def test_mage_eval_agent_openai_defaults_to_the_training_runs_protocol(tmp_path, capsys):
+    prompts = []
+
+    def reply(body: dict, headers: http.client.HTTPMessage) -> str:
+        prompts.append(body["messages"][-1]["content"])
+        return "<action>bet</action>"
+
+    with chat_stub(reply) as url:
+        assert main(["eval", "--agent", "openai", "--base-url", url, "--model", "m", "--eval-meta-episodes", "1",
+                     "--no-oracle", "--quiet", "--output-dir", str(tmp_path)]) == 0
+    report = json.loads((tmp_path / "eval_openai.json").read_text())
+    assert list(report["opponents"]) == ["conservative", "aggressive", "intermediate", "bluffer", "calling-station",
+                                         "maniac"]
+    assert report["seed"] == 1_000_000_000 and report["num_episodes"] == 3
+    assert report["env_kwargs"]["reflection"] is False and report["env_kwargs"]["prompt_style"] == "full"
+    assert report["env_kwargs"]["invalid_action"]["penalty"] == -1.0
+    assert prompts and not any("<reflection>" in p for p in prompts)   # no reflection was asked for
+    assert all("The deck has three cards" in p for p in prompts)   # the full prompts, with the rules
+    assert "mage: evaluation: mage/KuhnPoker-meta-v0, 6 opponents" in capsys.readouterr().err

@@ -1,11 +1,13 @@
 """The evaluation harness and the `mage` command line."""
 
 import json
+from dataclasses import asdict
 
 import gymnasium as gym
 import pytest
 
-from mage_envs.cli import main
+from mage_envs.cli import main, reference_settings
+from mage_envs.eval_protocol import protocol_env_kwargs
 from mage_envs.evaluation import FRESH_STRIDE, _shuffled_cells, evaluate
 from mage_envs.oracle import best_response_value
 from mage_envs.oracle.agents import REFLECTION, BestResponseAgent, RandomLegalAgent
@@ -199,7 +201,9 @@ def test_cli_eval_writes_reports(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "best-response on mage/KuhnPoker-meta-v0" in out and "random on" in out
     data = json.loads((tmp_path / "eval_best-response.json").read_text())
-    assert data["env_kwargs"] == {"seat": 0, "num_episodes": 2}
+    # the flags given, over the protocol of `mage train`'s final evaluation
+    protocol = json.loads(json.dumps(protocol_env_kwargs("mage/KuhnPoker-meta-v0"), default=asdict))
+    assert data["env_kwargs"] == {**protocol, "seat": 0, "num_episodes": 2}
     assert data["opponents"]["aggressive"]["best_response_value"] == pytest.approx(1 / 3)
 
 
@@ -214,6 +218,22 @@ def test_cli_lists_and_reports_errors(capsys):
     assert "did you mean 'mage/KuhnPoker-meta-v0'?" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["eval", "--env-kwarg", "novalue"])
+
+
+def test_cli_says_what_trainable_and_the_population_mean(tmp_path, capsys):
+    assert main(["opponents", "kuhn_poker"]) == 0
+    out = capsys.readouterr().out
+    splits = dict(line.split()[:2] for line in out.splitlines() if line and not line.startswith(("trainable:", "mage")))
+    assert [name for name, split in splits.items() if split == "trainable"] == [
+        "conservative", "aggressive", "intermediate", "random", "nash", "cfr-argmax"]
+    assert ("mage train's default population (what it trains against): conservative, aggressive, intermediate; "
+            "its evaluations add bluffer, calling-station, maniac.") in out
+    # the split's name before still works, with a note
+    assert main(["eval", "--agent", "random", "--opponents", "train", "--eval-meta-episodes", "1", "--no-oracle",
+                 "--quiet", "--output-dir", str(tmp_path)]) == 0
+    assert "--opponents train is deprecated: use trainable" in capsys.readouterr().err
+    report = json.loads((tmp_path / "eval_random.json").read_text())
+    assert [name for name, split in splits.items() if split == "trainable"] == list(report["opponents"])
 
 
 class BatchedAggressive:
@@ -243,8 +263,10 @@ def test_mage_eval_plays_the_bayes_optimal_agent_with_the_opponents_as_its_prior
     assert main(["eval", "--agent", "bayes", "--opponents", ",".join(styles), "--env-kwarg", "repeat_instance=false",
                  "--meta-episodes", "12", "--quiet", "--output-dir", str(tmp_path)]) == 0
     saved = json.loads((tmp_path / "eval_bayes.json").read_text())
-    direct = evaluate(None, "mage/KuhnPoker-meta-v0", opponents=styles, meta_episodes=12,
-                      env_kwargs={"repeat_instance": False}, progress=False,
+    settings = reference_settings("bayes", "mage/KuhnPoker-meta-v0", styles, 12, env_options={"repeat_instance": False})
+    assert saved["seed"] == settings.seed
+    direct = evaluate(None, settings.env_id, opponents=styles, meta_episodes=12, seed=settings.seed,
+                      env_kwargs=settings.env_kwargs, progress=False,
                       make_agent=lambda env: BayesAdaptiveAgent(env, population=styles))
     for name in styles:
         assert saved["opponents"][name]["mean_return_by_episode"] == direct.opponents[name].mean_return_by_episode

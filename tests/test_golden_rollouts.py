@@ -26,7 +26,7 @@ import mage_envs  # noqa: F401
 GOLDEN = Path(__file__).parent / "fixtures" / "golden_rollouts.json"
 ENV_IDS = sorted(i for i in gym.registry if i.startswith("mage/"))
 #: Opponents without search bots (as in tests/test_all_envs.py), so that a rollout is cheap.
-FAST = {"KuhnPoker": "train", "LeducPoker": "train", "TicTacToe": ["random", "greedy", "minimax"]}
+FAST = {"KuhnPoker": "trainable", "LeducPoker": "trainable", "TicTacToe": ["random", "greedy", "minimax"]}
 #: Ids whose envs take seconds to build (a catalogue or scenes): in the slow run only.
 SLOW = ("Household", "WebShop")
 

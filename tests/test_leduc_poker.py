@@ -295,7 +295,7 @@ def test_nash_and_cfr_argmax_follow_the_shipped_table():
 
 # ---------------------------------------------------------------------- archetypes
 def test_splits():
-    assert list_opponents("leduc_poker", "train") == [
+    assert list_opponents("leduc_poker", "trainable") == [
         "nash", "cfr-argmax", "random", "conservative", "aggressive", "intermediate"]  # fmt: skip
     assert list_opponents("leduc_poker", "heldout") == ["calling-station", "maniac", "bluffer"]
 

@@ -50,7 +50,7 @@ def test_reward_modes_are_consistent_on_the_same_play(seed):
 
 
 def test_phases_memory_and_fixed_opponent():
-    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, opponent="train", seat=0)
+    env = gym.make("mage/KuhnPoker-meta-v0", num_episodes=3, opponent="trainable", seat=0)
     obs, info = env.reset(seed=5)
     opponent = info["opponent"]
     phases = [info["phase"]]
@@ -220,7 +220,7 @@ def test_one_options_object_for_every_meta_env():
 
 def _deal_sequence(env_id, seed, choose):
     """The (opponent, instance, seat) of every episode of one fresh-deal meta-episode."""
-    env = gym.make(env_id, num_episodes=5, opponent="train", repeat_instance=False)
+    env = gym.make(env_id, num_episodes=5, opponent="trainable", repeat_instance=False)
     _, infos = play_meta(env, seed, choose=choose)
     starts = {}
     for info in infos:

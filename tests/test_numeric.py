@@ -25,7 +25,7 @@ from mage_envs.numeric import (
 ROOT = Path(__file__).resolve().parent.parent
 TENSOR_IDS = sorted(i for i in gym.registry if i.startswith("mage/") and "-tensor-" in i)
 #: Opponents without search bots, so that rollouts are cheap and pickling is exact.
-FAST = {"KuhnPoker": "train", "LeducPoker": "train", "TicTacToe": ["random", "greedy", "minimax"]}
+FAST = {"KuhnPoker": "trainable", "LeducPoker": "trainable", "TicTacToe": ["random", "greedy", "minimax"]}
 PAIRS = [(KuhnPokerEnv, KuhnPokerTensorEnv), (LeducPokerEnv, LeducPokerTensorEnv), (TicTacToeEnv, TicTacToeTensorEnv)]
 
 
@@ -122,7 +122,7 @@ def test_pickled_env_continues_identically(env_id):
 @pytest.mark.parametrize("text_cls, tensor_cls", PAIRS)
 def test_text_and_tensor_views_play_the_same_game(text_cls, tensor_cls):
     """Same seed, same action ids: the same opponent, seat, deal, history and rewards."""
-    opponent = "train" if text_cls is not TicTacToeEnv else ["random", "greedy"]
+    opponent = "trainable" if text_cls is not TicTacToeEnv else ["random", "greedy"]
     text, tensor = text_cls(opponent=opponent), tensor_cls(opponent=opponent)
     rng = random.Random(0)
     for seed in range(20):
@@ -261,7 +261,7 @@ def test_meta_reward_modes(mode, rewards):
 
 
 def test_meta_keeps_the_opponent_and_deals_afresh_without_repeat():
-    env = gym.make("mage/KuhnPoker-tensor-meta-v0", opponent="train", num_episodes=6, repeat_instance=False)
+    env = gym.make("mage/KuhnPoker-tensor-meta-v0", opponent="trainable", num_episodes=6, repeat_instance=False)
     obs, info = env.reset(seed=1)
     opponents, instances, done = set(), set(), False
     while not done:
@@ -303,6 +303,14 @@ def test_maskable_ppo_example_improves_on_the_untrained_policy(capsys):
     assert result["exact_after"] > result["exact_before"] + 0.2
     assert result["exact_after"] <= result["best_response"] + 1e-9
     assert "gap to best response" in capsys.readouterr().out
+
+
+def test_rl2_example_takes_the_cli_meaning_of_its_flags(capsys):
+    pytest.importorskip("sb3_contrib")
+    result = load_example("rl2_kuhn_poker").main(["--timesteps", "128", "--n-envs", "1", "--num-episodes", "2",
+                                                 "--eval-meta-episodes", "0"])
+    assert result["before"] == result["after"] == []   # 0 skips the evaluations, as in `mage train`
+    assert "2 hands per meta-episode" in capsys.readouterr().out
 
 
 def test_rl2_example_improves_on_the_untrained_policy(capsys):

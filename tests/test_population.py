@@ -27,18 +27,34 @@ def test_weighted_sampling_matches_weights():
 
 
 def test_named_splits_are_disjoint_and_complete():
-    train = Population.named("kuhn_poker", "train").ids
+    train = Population.named("kuhn_poker", "trainable").ids
     heldout = Population.named("kuhn_poker", "heldout").ids
     assert {"nash", "cfr-argmax", "conservative", "aggressive", "intermediate", "random"} <= set(train)
     assert len(heldout) >= 2 and not set(train) & set(heldout)
     assert set(Population.named("kuhn_poker", "all").ids) == set(train) | set(heldout)
 
 
+def test_the_split_once_named_train_is_trainable_with_a_deprecation_warning(monkeypatch):
+    with pytest.warns(DeprecationWarning, match="now named 'trainable'"):
+        assert Population.named("kuhn_poker", "train").ids == Population.named("kuhn_poker", "trainable").ids
+    with pytest.warns(DeprecationWarning):
+        assert list_opponents("kuhn_poker", "train") == list_opponents("kuhn_poker", "trainable")
+    with pytest.warns(DeprecationWarning):
+        assert KuhnPokerEnv(opponent="train").population.ids == KuhnPokerEnv().population.ids
+    registry.list_opponents("kuhn_poker")
+    monkeypatch.setitem(registry._REGISTRY, "kuhn_poker", dict(registry._REGISTRY["kuhn_poker"]))
+    with pytest.warns(DeprecationWarning):
+        register_opponent("kuhn_poker", "test-old-split", lambda game: None, split="train")
+    assert registry.archetype("kuhn_poker", "test-old-split").split == "trainable"
+    with pytest.raises(ValueError, match="split must be 'trainable' or 'heldout'"):
+        register_opponent("kuhn_poker", "test-bad-split", lambda game: None, split="seen")
+
+
 def test_env_never_meets_heldout_opponents_when_training():
-    env = KuhnPokerEnv(opponent="train")
+    env = KuhnPokerEnv(opponent="trainable")
     env.reset(seed=0)
     met = {env.reset()[1]["opponent"] for _ in range(300)}
-    assert met == set(Population.named("kuhn_poker", "train").ids)
+    assert met == set(Population.named("kuhn_poker", "trainable").ids)
 
 
 def test_user_registered_opponent_is_usable_by_name(monkeypatch):

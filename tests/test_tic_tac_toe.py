@@ -97,7 +97,7 @@ def test_check_env_after_gym_make() -> None:
 
 def test_gym_make_default_population_is_train() -> None:
     env = gym.make("mage/TicTacToe-v0")
-    assert env.unwrapped.population.ids == tuple(list_opponents(GAME, "train"))
+    assert env.unwrapped.population.ids == tuple(list_opponents(GAME, "trainable"))
 
 
 def test_observations_stay_in_space_and_legal_actions_are_the_free_cells() -> None:
@@ -163,7 +163,7 @@ def test_replaying_an_instance_keeps_the_seat() -> None:
 
 @pytest.mark.parametrize("scale", [1.0, 10.0])
 def test_terminal_rewards_are_the_engine_payoffs(scale: float) -> None:
-    env = TicTacToeEnv(opponent="train", reward_scale=scale)
+    env = TicTacToeEnv(opponent="trainable", reward_scale=scale)
     rng = random.Random(2)
     env.reset(seed=2)
     seen = set()
@@ -215,7 +215,7 @@ def test_an_occupied_cell_under_forfeit_and_fallback() -> None:
 
 # ---------------------------------------------------------------------- the registry
 def test_archetype_splits() -> None:
-    train, heldout = list_opponents(GAME, "train"), list_opponents(GAME, "heldout")
+    train, heldout = list_opponents(GAME, "trainable"), list_opponents(GAME, "heldout")
     assert {"random", "minimax", "greedy", "mcts-100"} <= set(train)
     assert "mcts-1000" in heldout
     assert len([name for name in train if name.startswith("preferred-cell-")]) >= 6

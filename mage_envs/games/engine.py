@@ -20,8 +20,8 @@ from the same seed:
 Example:
     >>> from mage_envs.games.kuhn_poker import KuhnPokerEnv
     >>> from mage_envs.numeric import KuhnPokerTensorEnv
-    >>> _, text = KuhnPokerEnv(opponent="train").reset(seed=4)
-    >>> _, tensor = KuhnPokerTensorEnv(opponent="train").reset(seed=4)
+    >>> _, text = KuhnPokerEnv(opponent="trainable").reset(seed=4)
+    >>> _, tensor = KuhnPokerTensorEnv(opponent="trainable").reset(seed=4)
     >>> [text[key] == tensor[key] for key in ("opponent", "seat", "instance")]
     [True, True, True]
 """
@@ -220,7 +220,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     """A two-player OpenSpiel game against an opponent population; the view is a subclass's.
 
     Args:
-        opponent: an archetype id, ``"train"``/``"heldout"``/``"all"``, a list or dict of
+        opponent: an archetype id, ``"trainable"``/``"heldout"``/``"all"``, a list or dict of
             ids, a :class:`~mage_envs.opponents.Population` or an
             :class:`~mage_envs.opponents.Opponent`; drawn at every ``reset``.
         seat: the agent's seat, ``0`` (moves first), ``1`` or ``"random"`` (the parity of
@@ -245,7 +245,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     #: OpenSpiel game string, e.g. ``"kuhn_poker"``.
     game_string: ClassVar[str]
     #: Default ``opponent`` argument.
-    default_opponent: ClassVar[str] = "train"
+    default_opponent: ClassVar[str] = "trainable"
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(

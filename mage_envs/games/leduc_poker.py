@@ -162,5 +162,5 @@ def _verdict(mine: int, theirs: int, board: int) -> str:
 class LeducPokerEnv(OpenSpielTextEnv):
     """One hand of Leduc Poker against an opponent archetype; see :class:`OpenSpielTextEnv`."""
 
-    default_opponent = "train"
+    default_opponent = "trainable"
     text_class = LeducPokerText

@@ -172,7 +172,10 @@ class BotOpponent(Opponent):
         return int(self._bot.step(state))
 
 
-Split = Literal["train", "heldout"]
+#: An archetype's split: ``"trainable"`` (a training population may hold it) or ``"heldout"``
+#: (for evaluation only: ``mage train`` refuses it). A *population* is the archetypes a run
+#: trains against, a choice among the trainable ones (``mage train``'s default: three).
+Split = Literal["trainable", "heldout"]
 OpponentFactory = Callable[[pyspiel.Game], Opponent]
 
 
@@ -188,5 +191,5 @@ class Archetype:
 
     name: str
     factory: OpponentFactory
-    split: Split = "train"
+    split: Split = "trainable"
     description: str = ""

@@ -76,25 +76,25 @@ NASH = KuhnStrategy(
 STRATEGIES: dict[str, tuple[KuhnStrategy, Split, str]] = {
     "conservative": (
         KuhnStrategy.simple(bet=(0, 0, 1), call=(0, 0, 1)),
-        "train",
+        "trainable",
         "bets or calls only with the King",
     ),
     "aggressive": (
         KuhnStrategy.simple(bet=(1, 1, 1), call=(0, 1, 1)),
-        "train",
+        "trainable",
         "always bets when first or checked to; calls unless holding the Jack",
     ),
     "intermediate": (
         KuhnStrategy.simple(bet=(0, 1, 1), call=(0, 0, 1)),
-        "train",
+        "trainable",
         "King: bet/call; Queen: bets when nobody has bet, folds to a bet; Jack: pass/fold",
     ),
     "random": (
         KuhnStrategy.simple(bet=(0.5, 0.5, 0.5), call=(0.5, 0.5, 0.5)),
-        "train",
+        "trainable",
         "bets and calls with probability 1/2 whatever the card",
     ),
-    "nash": (NASH, "train", "the exact equilibrium (alpha = 1/6), sampled as a mixed strategy"),
+    "nash": (NASH, "trainable", "the exact equilibrium (alpha = 1/6), sampled as a mixed strategy"),
     "bluffer": (
         KuhnStrategy.simple(bet=(1, 0, 1), call=(0, 0, 1)),
         "heldout",
@@ -156,7 +156,7 @@ ARCHETYPE_TABLE: tuple[Archetype, ...] = (
     Archetype(
         "cfr-argmax",
         functools.partial(_build, "cfr-argmax"),
-        "train",
+        "trainable",
         "the deterministic argmax of OpenSpiel's CFR average policy (the paper's evaluation opponent)",
     ),
 )

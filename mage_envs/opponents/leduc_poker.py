@@ -173,22 +173,22 @@ def pure(rule: Callable[[HandView], int]) -> Callable[[pyspiel.State], ActionPro
 
 #: id -> (policy, split, description)
 ARCHETYPES: dict[str, tuple[Callable[[pyspiel.State], ActionProbs], Split, str]] = {
-    "nash": (nash_policy, "train", "the shipped CFR+ equilibrium, sampled as a mixed strategy"),
-    "cfr-argmax": (cfr_argmax_policy, "train", "the deterministic argmax of the shipped CFR+ policy"),
-    "random": (random_policy, "train", "uniform over the legal actions"),
+    "nash": (nash_policy, "trainable", "the shipped CFR+ equilibrium, sampled as a mixed strategy"),
+    "cfr-argmax": (cfr_argmax_policy, "trainable", "the deterministic argmax of the shipped CFR+ policy"),
+    "random": (random_policy, "trainable", "uniform over the legal actions"),
     "conservative": (
         pure(conservative),
-        "train",
+        "trainable",
         "bets, raises and calls only with a pair or a King; otherwise checks or folds",
     ),
     "aggressive": (
         pure(aggressive),
-        "train",
+        "trainable",
         "raises whenever allowed, else calls; folds only an unpaired Jack facing a bet",
     ),
     "intermediate": (
         pure(intermediate),
-        "train",
+        "trainable",
         "pair or King: raise/call; Queen: bets when unopposed, calls a bet; Jack: check/fold",
     ),
     "calling-station": (pure(calling_station), "heldout", "never bets or raises, always checks or calls"),

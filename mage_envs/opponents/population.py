@@ -19,7 +19,7 @@ import random
 from typing import Mapping, Sequence, Union
 
 from .base import Opponent
-from .registry import RESERVED_POPULATION_NAMES, archetype, list_opponents, make_opponent
+from .registry import RESERVED_POPULATION_NAMES, archetype, list_opponents, make_opponent, split_of
 
 
 class Population:
@@ -57,13 +57,15 @@ class Population:
 
     @classmethod
     def named(cls, game: str, name: str) -> Population:
-        """A split of the registry: ``"train"``, ``"heldout"`` or ``"all"``."""
+        """A split of the registry: ``"trainable"``, ``"heldout"`` or ``"all"`` (``"train"``:
+        the deprecated name of ``"trainable"``)."""
         if name not in RESERVED_POPULATION_NAMES:
             raise KeyError(f"unknown population {name!r}; use one of {RESERVED_POPULATION_NAMES}")
-        ids = list_opponents(game, None if name == "all" else name)  # type: ignore[arg-type]
+        split = None if name == "all" else split_of(name)
+        ids = list_opponents(game, split)
         if not ids:
             raise KeyError(f"no {name!r} opponents registered for {game!r}")
-        return cls(ids, name=name)
+        return cls(ids, name=split or name)
 
     def sample(self, rng: random.Random) -> str:
         """Draw one archetype id (one uniform number from ``rng``)."""
@@ -119,7 +121,7 @@ def as_population(game: str, spec: OpponentSpec) -> Population:
         population = Population(spec)
     else:
         raise TypeError(
-            "opponent must be an archetype id, 'train'/'heldout'/'all', a list or dict of ids, "
+            "opponent must be an archetype id, 'trainable'/'heldout'/'all', a list or dict of ids, "
             f"a Population or an Opponent; got {type(spec).__name__}"
         )
     population.validate(game)

@@ -1,6 +1,8 @@
 """Named opponent archetypes per game, extendable by users.
 
-Every archetype has a stable id, a split (``"train"`` or ``"heldout"``) and a factory that
+Every archetype has a stable id, a split (``"trainable"``: a training population may hold
+it, or ``"heldout"``: for evaluation only; ``"train"`` is the deprecated name of
+``"trainable"``) and a factory that
 builds an :class:`~mage_envs.opponents.base.Opponent` for a ``pyspiel.Game``. The built-in
 ones are tables (:class:`~mage_envs.opponents.base.Archetype` rows) that the registry
 loads by entry-point string, :data:`BUILTIN_TABLES`, the first time it is asked; the
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import difflib
 import functools
+import warnings
 from dataclasses import dataclass
 from typing import Iterable
 
@@ -42,6 +45,7 @@ __all__ = [
     "load_game",
     "make_opponent",
     "register_opponent",
+    "split_of",
     "unregister_opponent",
 ]
 
@@ -72,7 +76,7 @@ def register_opponent(
     name: str,
     factory: OpponentFactory,
     *,
-    split: Split = "train",
+    split: Split | str = "trainable",
     description: str = "",
     overwrite: bool = False,
 ) -> None:
@@ -84,15 +88,34 @@ def register_opponent(
     _add(game, name, factory, split, description, overwrite)
 
 
-def _add(game: str, name: str, factory: OpponentFactory, split: Split, description: str, overwrite: bool) -> None:
-    if split not in ("train", "heldout"):
-        raise ValueError(f"split must be 'train' or 'heldout', got {split!r}")
+def split_of(name: str) -> Split:
+    """``name`` as a split; ``"train"``, its name before, with a ``DeprecationWarning``.
+
+    Example:
+        >>> split_of("heldout")
+        'heldout'
+        >>> split_of("seen")
+        Traceback (most recent call last):
+        ValueError: split must be 'trainable' or 'heldout', got 'seen'
+    """
+    if name == "train":
+        warnings.warn("the archetype split 'train' is now named 'trainable' (a training population may hold it; "
+                      "a run's population is the archetypes it trains against)", DeprecationWarning, stacklevel=3)
+        return "trainable"
+    if name not in ("trainable", "heldout"):
+        raise ValueError(f"split must be 'trainable' or 'heldout', got {name!r}")
+    return "trainable" if name == "trainable" else "heldout"
+
+
+def _add(game: str, name: str, factory: OpponentFactory, split: Split | str, description: str,
+         overwrite: bool) -> None:
+    split = split_of(split)
     if name in RESERVED_POPULATION_NAMES:
         raise ValueError(f"{name!r} names a population split; choose another archetype id")
     games = _REGISTRY.setdefault(game, {})
     if name in games and not overwrite:
         raise ValueError(f"opponent {name!r} is already registered for {game!r} (pass overwrite=True)")
-    games[name] = ArchetypeSpec(game, name, factory, split, description)
+    games[name] = ArchetypeSpec(game, name, factory, split_of(split), description)
 
 
 def unregister_opponent(game: str, name: str) -> None:
@@ -147,14 +170,21 @@ def make_opponent(game: str, name: str) -> Opponent:
     return spec.factory(load_game(game))
 
 
-def list_opponents(game: str, split: Split | None = None) -> list[str]:
-    """Archetype ids for ``game`` in registration order, optionally only one split."""
+def list_opponents(game: str, split: Split | str | None = None) -> list[str]:
+    """Archetype ids for ``game`` in registration order, optionally only one split.
+
+    Example:
+        >>> list_opponents("kuhn_poker", "heldout")
+        ['bluffer', 'calling-station', 'maniac']
+    """
     _load_builtin()
-    return [s.name for s in _REGISTRY.get(game, {}).values() if split is None or s.split == split]
+    wanted = None if split is None else split_of(split)
+    return [s.name for s in _REGISTRY.get(game, {}).values() if wanted is None or s.split == wanted]
 
 
-#: Names understood as populations rather than archetypes.
-RESERVED_POPULATION_NAMES = ("train", "heldout", "all")
+#: Names understood as splits of the registry rather than archetypes (``"train"``: the
+#: deprecated name of ``"trainable"``).
+RESERVED_POPULATION_NAMES = ("trainable", "heldout", "all", "train")
 
 
 @functools.cache

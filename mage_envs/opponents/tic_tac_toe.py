@@ -34,12 +34,12 @@ from .base import ActionProbs, Archetype, BotOpponent, OpponentFactory, PolicyOp
 
 #: ``preferred-cell-<name>``: (cell order, split, description).
 PREFERRED_ORDERS: dict[str, tuple[tuple[int, ...], Split, str]] = {
-    "center-first": ((4, 0, 2, 6, 8, 1, 3, 5, 7), "train", "center, then corners, then edges"),
-    "corners-first": ((0, 2, 6, 8, 4, 1, 3, 5, 7), "train", "corners, then center, then edges"),
-    "edges-first": ((1, 3, 5, 7, 4, 0, 2, 6, 8), "train", "edges, then center, then corners"),
-    "row-major": ((0, 1, 2, 3, 4, 5, 6, 7, 8), "train", "cells left to right, top to bottom"),
-    "column-major": ((0, 3, 6, 1, 4, 7, 2, 5, 8), "train", "cells top to bottom, left to right"),
-    "diagonal": ((0, 4, 8, 2, 6, 1, 3, 5, 7), "train", "main diagonal, other corners, edges"),
+    "center-first": ((4, 0, 2, 6, 8, 1, 3, 5, 7), "trainable", "center, then corners, then edges"),
+    "corners-first": ((0, 2, 6, 8, 4, 1, 3, 5, 7), "trainable", "corners, then center, then edges"),
+    "edges-first": ((1, 3, 5, 7, 4, 0, 2, 6, 8), "trainable", "edges, then center, then corners"),
+    "row-major": ((0, 1, 2, 3, 4, 5, 6, 7, 8), "trainable", "cells left to right, top to bottom"),
+    "column-major": ((0, 3, 6, 1, 4, 7, 2, 5, 8), "trainable", "cells top to bottom, left to right"),
+    "diagonal": ((0, 4, 8, 2, 6, 1, 3, 5, 7), "trainable", "main diagonal, other corners, edges"),
     "anti-diagonal": ((2, 4, 6, 0, 8, 1, 3, 5, 7), "heldout", "anti-diagonal, other corners, edges"),
     "spiral": ((0, 1, 2, 5, 8, 7, 6, 3, 4), "heldout", "clockwise around the rim, center last"),
 }
@@ -48,7 +48,7 @@ PREFERRED_ORDERS: dict[str, tuple[tuple[int, ...], Split, str]] = {
 MCTS_UCT_C = 1.4
 MCTS_MAX_MEMORY_MB = 64
 MCTS_SIMULATIONS: dict[str, tuple[int, Split, str]] = {
-    "mcts-100": (100, "train", "MCTS, 100 simulations, random rollouts (the paper's training opponent)"),
+    "mcts-100": (100, "trainable", "MCTS, 100 simulations, random rollouts (the paper's training opponent)"),
     "mcts-1000": (1000, "heldout", "MCTS, 1000 simulations, random rollouts (the paper's unseen opponent)"),
 }
 
@@ -179,7 +179,7 @@ def _table() -> tuple[Archetype, ...]:
         "greedy": (greedy_policy, "wins if it can, else blocks an immediate loss, else random"),
         "minimax": (minimax_policy, "perfect play, uniformly random among the optimal moves"),
     }
-    table = [Archetype(name, _policy_factory(name, policy), "train", description)
+    table = [Archetype(name, _policy_factory(name, policy), "trainable", description)
              for name, (policy, description) in policies.items()]
     for order_name, (order, split, description) in PREFERRED_ORDERS.items():
         name = f"preferred-cell-{order_name}"

@@ -175,7 +175,7 @@ def test_train_and_eval_share_flag_names_and_keep_the_old_ones_with_a_note(tmp_p
     assert main([*new, "--output-dir", str(tmp_path / "new")]) == 0
     assert "deprecated" not in capsys.readouterr().err
     reports = [json.loads((tmp_path / d / "eval_random.json").read_text()) for d in ("old", "new")]
-    assert reports[0] == reports[1] and reports[0]["seed"] == 3 and reports[0]["env_kwargs"] == {"seat": 0}
+    assert reports[0] == reports[1] and reports[0]["seed"] == 3 and reports[0]["env_kwargs"]["seat"] == 0
 
 
 def test_eval_refuses_the_api_only_sampling_flags_for_a_local_model(tmp_path, capsys):

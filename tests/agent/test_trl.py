@@ -20,7 +20,7 @@ from mage_envs.integrations.trl import EnvRollout, ToolEnv, reset_dataset, reset
 from mage_envs.integrations.trl import env_reward as env_reward_func
 
 ROOT = Path(__file__).resolve().parents[2]
-META = {"opponent": "train", "num_episodes": 2, "prompt_style": "compact"}
+META = {"opponent": "trainable", "num_episodes": 2, "prompt_style": "compact"}
 
 
 def make_meta_env():

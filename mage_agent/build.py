@@ -28,7 +28,7 @@ from .config import DTYPES, TrainConfig, did_you_mean
 from .packing import supports
 from .policy import LoraSettings, Policy, default_dtype
 from .pretrained import resolve_model_path
-from .sampling import Sampling
+from .sampling import Sampler, Sampling
 from .tiny import TinyConfig, create_tiny, task_corpus
 
 TINY = "tiny"
@@ -223,9 +223,11 @@ def sampling_of(config: TrainConfig) -> Sampling:
                     stop=tuple(rollout.stop))
 
 
-def policy_agent(policy: Policy, config: TrainConfig, seed: int, name: str = "policy") -> PolicyAgent:
+def policy_agent(policy: Policy, config: TrainConfig, seed: int, name: str = "policy",
+                 sampler: Sampler | None = None) -> PolicyAgent:
     """The agent that plays ``policy`` as the run does: its sampling, action tokens and
-    answer prefix (evaluation and benchmarks build it so).
+    answer prefix (evaluation and benchmarks build it so), drawing through ``sampler``
+    (default: a :class:`~mage_agent.sampling.TorchSampler` of ``policy``).
 
     Example:
         >>> from mage_agent.tiny import build_model, build_tokenizer
@@ -235,7 +237,7 @@ def policy_agent(policy: Policy, config: TrainConfig, seed: int, name: str = "po
     """
     rollout = config.rollout
     return PolicyAgent(policy, sampling_of(config), action_tokens=rollout.action_tokens, seed=seed, name=name,
-                       answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question)
+                       answer_prefix=rollout.answer_prefix, answer_question=rollout.answer_question, sampler=sampler)
 
 
 def population_of(config: TrainConfig) -> dict[str, float]:

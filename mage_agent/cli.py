@@ -35,6 +35,7 @@ from .checkpoint import latest_checkpoint
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
+from .sampling import Sampler
 
 LOG = logging.getLogger(__name__)
 
@@ -122,21 +123,21 @@ def config_from_args(args: argparse.Namespace, base: TrainConfig | None = None) 
 def evaluate_policy(
     policy: Policy, config: TrainConfig, path: Path, name: str, progress: bool = True, agent: PolicyAgent | None = None,
     verbose: bool = True, opponents: str | list[str] | None = None, transcript: Path | None = None,
-    oracle: bool = True, transcript_steps: int | None = TRANSCRIPT_STEPS,
+    oracle: bool = True, transcript_steps: int | None = TRANSCRIPT_STEPS, sampler: Sampler | None = None,
 ) -> dict:
     """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
     (JSON) and a PNG, and print the table unless ``verbose`` is false. ``oracle=False``
     leaves out the oracle values (an estimate against a search bot costs a tree search).
 
-    ``agent`` defaults to the policy itself (sampling as in training); the prompting
-    baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
+    ``agent`` defaults to the policy itself (sampling as in training, through ``sampler``
+    when given: a trainer's own); the prompting baselines pass theirs. ``transcript``: the JSONL file of finished meta-episodes that
     :func:`~mage_envs.evaluation.evaluate` appends to and resumes from, with the steps of
     the first ``transcript_steps`` per opponent (``None``: all)."""
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
     from mage_envs.oracle.adaptive import supports
 
     if agent is None:
-        agent = policy_agent(policy, config, config.run.eval_seed, name)
+        agent = policy_agent(policy, config, config.run.eval_seed, name, sampler=sampler)
     kwargs = eval_env_kwargs(config)
     settings = EvalSettings(config.env.env_id, opponents or kwargs.get("opponent") or "all",
                             config.run.eval_meta_episodes, config.run.eval_seed,
@@ -288,7 +289,7 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:
         for suffix, evaluated in evaluations(config).items():
             evaluate_policy(trainer.policy, evaluated, output / f"eval_untrained{suffix}.json", "untrained",
-                            progress=not args.quiet,
+                            progress=not args.quiet, sampler=trainer.sampler,
                             transcript=start_transcript(output / f"transcript_untrained{suffix}.jsonl", overwrite=True))
     trainer.train()
     if main and (output / "metrics.jsonl").exists():
@@ -296,6 +297,7 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
     if main and config.run.eval_meta_episodes:  # a sample of transcripts, so that every run can be replayed
         for suffix, evaluated in evaluations(config).items():
             evaluate_policy(trainer.policy, evaluated, output / f"eval{suffix}.json", "trained", progress=not args.quiet,
+                            sampler=trainer.sampler,
                             transcript=start_transcript(output / f"transcript_trained{suffix}.jsonl", overwrite=True))
     trainer.world.barrier()
     trainer.world.close()

@@ -8,6 +8,8 @@ import pytest
 import torch
 
 from mage_agent.agents import PolicyAgent
+from mage_agent.cli import evaluate_policy
+from mage_agent.config import apply_overrides
 from mage_agent.policy import Policy
 from mage_agent.rollout import GroupSpec, RolloutRunner
 from mage_agent.sampling import Generation, Sampler, Sampling, TorchSampler
@@ -105,3 +107,10 @@ def test_an_agent_and_the_trainer_take_the_plugged_in_sampler(policy, tmp_path):
     for turn in batch.turns:
         assert turn.allowed_ids is not None
         assert turn.completion_ids == [best_allowed(trainer.policy, turn.prompt_ids, turn.allowed_ids)[0]]
+
+    # mage train's evaluations play through the trainer's sampler too
+    calls = trainer.sampler.calls
+    evaluate_policy(trainer.policy, apply_overrides(trainer.config, {"eval_meta_episodes": 2}), tmp_path / "eval.json",
+                    "trained", progress=False, verbose=False, opponents=["aggressive"], oracle=False,
+                    sampler=trainer.sampler)
+    assert trainer.sampler.calls > calls and trainer.sampler.blocks == 2

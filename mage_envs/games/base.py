@@ -128,7 +128,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
 
     # ------------------------------------------------------------------ gym API
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
@@ -141,7 +141,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return self._shown.observation if self._state is not None else ""
+            return self._shown.observation if self._actions is not None else ""
         return None
 
     # ------------------------------------------------------------------ internals
@@ -175,7 +175,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     def _grow(self, key: int, action: int) -> GameNode:
         """Apply ``action`` and add its node, with the history line it adds to the trail."""
         parent, before = self._node, self._state.clone()
-        self._state.apply_action(action)
+        self._apply(action)
         return self._add_node(key, self.text.trail(before, parent.player, action, self._seat, parent.trail))
 
     def _summary(self) -> str | None:

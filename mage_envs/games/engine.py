@@ -40,7 +40,7 @@ from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..facts import load_game
-from ..opponents.base import Opponent
+from ..opponents.base import ActionProbs, Opponent
 from ..opponents.population import OpponentSpec, as_population
 
 ObsType = TypeVar("ObsType")
@@ -136,7 +136,8 @@ class GameNode:
     keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
     seat's ``payoff``. ``trail`` is what the view derives move by move (the text view: the
     history lines the seat reads) and ``view`` what it shows at this history (``None``
-    until first shown).
+    until first shown). ``moves`` keeps the move distributions of the stationary opponents
+    (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
     Example:
         >>> state = pyspiel.load_game("kuhn_poker").new_initial_state()
@@ -144,7 +145,7 @@ class GameNode:
         (0, 1, 2)
     """
 
-    __slots__ = ("player", "terminal", "payoff", "cumulative", "outcomes", "trail", "view")
+    __slots__ = ("player", "terminal", "payoff", "cumulative", "outcomes", "trail", "view", "moves")
 
     def __init__(self, state: pyspiel.State, seat: int, trail: tuple[Any, ...] = ()) -> None:
         self.player: int = state.current_player()
@@ -154,6 +155,7 @@ class GameNode:
         self.cumulative, self.outcomes = table
         self.trail = trail
         self.view: Any = None
+        self.moves: dict[str, ActionProbs] | None = None
 
 
 class View:
@@ -239,7 +241,11 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     The env keeps a :class:`GameNode` per (seat, history) it has played in a
     :class:`HistoryCache` (``self._history``; ``self._key`` encodes the current history and
     ``self._node`` is its node), so what depends only on the seat and the history (who
-    moves, the chance odds, the payoff, the view) is computed once.
+    moves, the chance odds, the payoff, the view, a stationary opponent's move distribution)
+    is computed once. The episode is its list of actions (``self._actions``); the live
+    ``pyspiel`` state (``self._state``) is built from them only when something reads it (a
+    new node, a search-bot opponent, :attr:`state`), so a game on known histories calls no
+    ``pyspiel`` at all.
     """
 
     #: OpenSpiel game string, e.g. ``"kuhn_poker"``.
@@ -272,8 +278,11 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
         self._deals = random.Random(0)  # opponents and instances of unseeded resets
-        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
-        self._state: Any = None
+        self._actions: list[int] | None = None  # the episode's actions (None before reset)
+        # the live pyspiel.State, applied up to self._actions[:self._applied] (None until read;
+        # pyspiel has no type stubs: Any to mypy)
+        self._live: Any = None
+        self._applied = 0
         self._history: HistoryCache[GameNode] = HistoryCache(self.game)
         self._shown: View  # the view of the current state (set at reset)
 
@@ -300,7 +309,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id)."""
         super().reset(seed=seed)
-        seeded = seed is not None or self._state is None
+        seeded = seed is not None or self._actions is None
         if seeded:
             self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
             self._deals = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
@@ -320,7 +329,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._seat = self._instance & 1
         else:
             self._seat = int(self.seat_option)
-        self._state = self.game.new_initial_state()
+        self._actions, self._live = [], None
         self._enter_root()
         self._chance = ChanceStream(self._instance)
         self._retries_left = self.invalid_policy.max_retries
@@ -338,19 +347,52 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._opponents[opponent_id] = opponent
         return opponent
 
+    @property
+    def _state(self) -> Any:
+        """The live ``pyspiel`` state of the episode (``None`` before the first reset), built
+        or brought up to date from ``self._actions`` when read."""
+        actions = self._actions
+        if actions is None:
+            return None
+        live = self._live
+        if live is None:
+            live = self._live = self.game.new_initial_state()
+            self._applied = 0
+        while self._applied < len(actions):
+            live.apply_action(actions[self._applied])
+            self._applied += 1
+        return live
+
     def _enter_root(self) -> None:
-        """Move to the node of the initial state (``self._state``): key ``seat + 1``."""
+        """Move to the node of the initial state: key ``seat + 1``."""
         key = self._key = self._seat + 1
         node = self._history.get(key)
         self._node = self._add_node(key, ()) if node is None else node
 
     def _play(self, action: int) -> None:
-        """Apply ``action`` to the live state and move to its node (:meth:`HistoryCache.play`)."""
-        self._key, self._node = self._history.play(self._key, action, self._state, self._grow)
+        """Play ``action`` and move to its node, which :meth:`_grow` adds the first time its
+        history is reached (the live state is not touched otherwise)."""
+        key = self._key * self._history.base + action + 1
+        node = self._history.get(key)
+        if node is None:
+            node = self._grow(key, action)
+        else:
+            self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+        self._key, self._node = key, node
+
+    def _apply(self, action: int) -> Any:
+        """Apply ``action`` to the live state (brought up to date first) and record it; the
+        live state after it."""
+        state = self._state
+        state.apply_action(action)
+        self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+        self._applied += 1
+        return state
 
     def _grow(self, key: int, action: int) -> GameNode:
-        """Apply ``action``, not played from this history before, and add its node at ``key``."""
-        self._state.apply_action(action)
+        """Play ``action``, not played from this history before (:meth:`_apply`), and add its
+        node at ``key``."""
+        self._apply(action)
         return self._add_node(key, ())
 
     def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
@@ -369,11 +411,25 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             if node.player == _CHANCE:
                 action = chance.draw(node.cumulative, node.outcomes)
             else:
-                action = self._opponent.act(self._state)
+                action = self._opponent_move(node)
             self._play(action)
             node = self._node
         self._shown = self._view(False)
         return False
+
+    def _opponent_move(self, node: GameNode) -> int:
+        """The opponent's action at ``node``; a stationary opponent's distribution there is
+        asked for once and kept in the node."""
+        opponent = self._opponent
+        if not opponent.stationary:
+            return opponent.act(self._state)
+        moves = node.moves
+        if moves is None:
+            moves = node.moves = {}
+        probs = moves.get(self._opponent_id)
+        if probs is None:
+            probs = moves[self._opponent_id] = opponent.action_probabilities(self._state)
+        return opponent.sample(probs)
 
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
         terminated = self._advance()
@@ -432,7 +488,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     @property
     def state(self) -> pyspiel.State:
         """The live ``pyspiel`` state (read-only use; do not apply actions to it)."""
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() first")
         return self._state
 
@@ -445,9 +501,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         """Pickle the game as its action history, without the table of nodes; opponents are
         rebuilt from their ids."""
         state = self.__dict__.copy()
-        pyspiel_state = state.pop("_state", None)
-        state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
-        for key in ("game", "_opponents", "_opponent", "_history", "_node", "_key"):
+        actions = state.pop("_actions", None)
+        state["_serialized_history"] = None if actions is None else list(actions)
+        for key in ("game", "_opponents", "_opponent", "_history", "_node", "_key", "_live", "_applied"):
             state.pop(key, None)
         return state
 
@@ -460,9 +516,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.game = load_game(self.game_string)
         self._opponents = {}
         self._history = HistoryCache(self.game)
-        self._state = None
+        self._actions, self._live, self._applied = None, None, 0
         if history is not None:
-            self._state = self.game.new_initial_state()
+            self._actions = []
             self._enter_root()
             for action in history:
                 self._play(action)

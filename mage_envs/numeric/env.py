@@ -93,7 +93,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
 
     # ------------------------------------------------------------------ gym API
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
@@ -121,7 +121,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return str(self._state) if self._state is not None else ""
+            return str(self._state) if self._actions is not None else ""
         return None
 
     # ------------------------------------------------------------------ internals

@@ -20,7 +20,7 @@ from __future__ import annotations
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterator, Literal, Mapping
+from typing import Callable, ClassVar, Hashable, Iterator, Literal, Mapping
 
 import pyspiel
 
@@ -32,10 +32,18 @@ class Opponent(ABC):
 
     #: Stable archetype id, e.g. ``"aggressive"``; reported in ``info["opponent"]``.
     name: str = "opponent"
+    #: True when :meth:`act` is :meth:`sample` of :meth:`action_probabilities`, a function of
+    #: the state alone: an env may then keep the distribution per history and call
+    #: :meth:`sample` on it (a subclass that changes :meth:`act` sets it back to False).
+    stationary: ClassVar[bool] = False
 
     def reset(self, rng: random.Random) -> None:
         """Start a new episode; all randomness must come from ``rng``."""
         self._rng = rng
+
+    def sample(self, probs: ActionProbs) -> int:
+        """Draw an action from ``probs`` with the episode's random stream (:func:`sample_action`)."""
+        return sample_action(probs, self._rng)
 
     @abstractmethod
     def act(self, state: pyspiel.State) -> int:
@@ -147,8 +155,10 @@ class PolicyOpponent(Opponent):
             self._cache[key] = probs
         return probs
 
+    stationary = True
+
     def act(self, state: pyspiel.State) -> int:
-        return sample_action(self.action_probabilities(state), self._rng)
+        return self.sample(self.action_probabilities(state))
 
 
 class BotOpponent(Opponent):

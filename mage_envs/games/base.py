@@ -133,7 +133,9 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
         shown = self._shown
-        chosen = self.text.read(action, shown.legal, shown.accepted)
+        chosen: str | ParsedAction | None = shown.accepted.get(action) if type(action) is str else None
+        if chosen is None:  # not a canonical answer
+            chosen = self.text.read(action, shown.legal, shown.accepted)
         if isinstance(chosen, ParsedAction):
             return self._invalid(chosen, shown.legal)
         self._play(shown.legal[chosen])

@@ -46,6 +46,9 @@ from ..opponents.population import OpponentSpec, as_population
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
 _MASK64 = (1 << 64) - 1
+#: The chance streams' 64-bit LCG (Knuth's MMIX constants) and its top 53 bits as a float in [0, 1).
+_LCG_MULTIPLIER, _LCG_INCREMENT = 6364136223846793005, 1442695040888963407
+_UNIT = 1.0 / 9007199254740992.0
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 #: An env's table of visited histories is a cache: it is cleared past this many nodes.
 NODE_LIMIT = 200_000
@@ -109,8 +112,8 @@ class ChanceStream:
         """The next outcome of a chance node given as its :func:`chance_table`: the first
         action whose cumulative probability exceeds the next uniform number (the last
         action if rounding leaves none)."""
-        self._state = (self._state * 6364136223846793005 + 1442695040888963407) & _MASK64
-        index = bisect.bisect_right(cumulative, (self._state >> 11) / 9007199254740992.0)
+        self._state = (self._state * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
+        index = bisect.bisect_right(cumulative, (self._state >> 11) * _UNIT)
         return actions[index] if index < len(actions) else actions[-1]
 
     def sample(self, state: pyspiel.State) -> int:
@@ -134,7 +137,7 @@ class GameNode:
 
     ``player`` is OpenSpiel's player to move (``-1`` chance, ``-4`` terminal); a chance node
     keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
-    seat's ``payoff``. ``trail`` is what the view derives move by move (the text view: the
+    seat's ``payoff`` and ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives move by move (the text view: the
     history lines the seat reads) and ``view`` what it shows at this history (``None``
     until first shown). ``moves`` keeps the move distributions of the stationary opponents
     (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
@@ -145,12 +148,14 @@ class GameNode:
         (0, 1, 2)
     """
 
-    __slots__ = ("player", "terminal", "payoff", "cumulative", "outcomes", "trail", "view", "moves")
+    __slots__ = ("player", "terminal", "payoff", "outcome", "cumulative", "outcomes", "trail", "view", "moves")
 
     def __init__(self, state: pyspiel.State, seat: int, trail: tuple[Any, ...] = ()) -> None:
         self.player: int = state.current_player()
         self.terminal: bool = state.is_terminal()
         self.payoff: float | None = state.returns()[seat] if self.terminal else None
+        payoff = self.payoff or 0.0
+        self.outcome: str | None = ("win" if payoff > 0 else "loss" if payoff < 0 else "draw") if self.terminal else None
         table = chance_table(state.chance_outcomes()) if self.player == _CHANCE else ((), ())
         self.cumulative, self.outcomes = table
         self.trail = trail
@@ -190,13 +195,12 @@ class HistoryCache(Generic[NodeT]):
         self.base = key_base(game)
         self.width = width
         self._nodes: dict[int, NodeT] = {}
+        #: The node at a key, or ``None`` (the table's own ``dict.get``: this is the hot path).
+        self.get: Callable[[int], NodeT | None] = self._nodes.get
 
     def child_key(self, key: int, action: int) -> int:
         """The key of the history ``key`` followed by ``action``."""
         return key * self.base + action + 1
-
-    def get(self, key: int) -> NodeT | None:
-        return self._nodes.get(key)
 
     def add(self, key: int, node: NodeT) -> NodeT:
         """Keep ``node`` at ``key``, clearing the table first when it is full."""
@@ -314,24 +318,24 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
             self._deals = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
         draws = self._rng if seeded else self._deals
-        options = options or {}
-        opponent_id = options.get("opponent")
-        if opponent_id is None:
-            opponent_id = self.population.sample(draws)
-        instance = options.get("instance")
-        if instance is None:
-            instance = draws.getrandbits(63)
-        self._instance = int(instance)
-        self._opponent_id = str(opponent_id)
-        self._opponent = self._opponent_for(self._opponent_id)
-        self._opponent.reset(self._rng)
+        opponent_id = instance = None
+        if options:
+            opponent_id, instance = options.get("opponent"), options.get("instance")
+        # the opponent is drawn before the instance
+        self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
+        self._instance = draws.getrandbits(63) if instance is None else int(instance)
+        opponent = self._opponents.get(self._opponent_id)
+        if opponent is None:
+            opponent = self._opponent_for(self._opponent_id)
+        self._opponent = opponent
+        opponent.reset(self._rng)
         if self.seat_option == "random":
             self._seat = self._instance & 1
         else:
             self._seat = int(self.seat_option)
         self._actions, self._live = [], None
         self._enter_root()
-        self._chance = ChanceStream(self._instance)
+        self._chance = splitmix64(self._instance)  # the state of the instance's ChanceStream
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
         self._forfeited = False
@@ -401,19 +405,29 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         return self._history.add(key, GameNode(self._state, self._seat, trail))
 
     def _advance(self) -> bool:
-        """Play chance and opponent moves until it is the agent's turn; True if the game ended."""
-        seat, chance = self._seat, self._chance
+        """Play chance and opponent moves until it is the agent's turn; True if the game ended
+        (:meth:`_play` and :meth:`ChanceStream.draw` inlined: this loop is most of an env step)."""
+        seat, base, get = self._seat, self._history.base, self._history.get
         node = self._node
         while node.player != seat:
             if node.terminal:
                 self._shown = self._view(True)
                 return True
             if node.player == _CHANCE:
-                action = chance.draw(node.cumulative, node.outcomes)
+                chance = self._chance = (self._chance * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
+                actions = node.outcomes
+                index = bisect.bisect_right(node.cumulative, (chance >> 11) * _UNIT)
+                action = actions[index] if index < len(actions) else actions[-1]
             else:
                 action = self._opponent_move(node)
-            self._play(action)
-            node = self._node
+            key = self._key * base + action + 1
+            child = get(key)
+            if child is None:
+                child = self._grow(key, action)
+            else:
+                self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+            self._key = key
+            node = self._node = child
         self._shown = self._view(False)
         return False
 
@@ -434,10 +448,10 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
         terminated = self._advance()
         if terminated:
-            payoff = self._node.payoff
-            assert payoff is not None  # a terminal node keeps the seat's payoff
-            reward += payoff * self.reward_scale
-            self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
+            node = self._node
+            assert node.payoff is not None  # a terminal node keeps the seat's payoff and outcome
+            reward += node.payoff * self.reward_scale
+            self._done, self._outcome = True, node.outcome
         return self._shown.observation, reward, terminated, False, self._info(invalid)
 
     def _invalid(self, parsed: ParsedAction, names: dict[str, int]) -> tuple:
@@ -453,15 +467,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         forfeit_return = self.invalid_policy.forfeit_value(
             lambda: self.forfeit_payoff(self._state, self._seat) * self.reward_scale
         )
-        self._finish("loss", forfeit=True)
+        self._done, self._outcome, self._forfeited = True, "loss", True
+        self._shown = self._forfeit_view()
         return self._shown.observation, reward + forfeit_return, True, False, self._info(decision.report)
-
-    def _finish(self, outcome: str, forfeit: bool = False) -> None:
-        self._done = True
-        self._outcome = outcome
-        self._forfeited = forfeit
-        if forfeit:
-            self._shown = self._forfeit_view()
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -513,6 +521,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.__dict__.update(state)
         if "_deals" not in state:   # pickled before fresh deals had a stream of their own
             self._deals = random.Random(self._rng.getrandbits(63))
+        chance = state.get("_chance")
+        if isinstance(chance, ChanceStream):  # pickled when the env kept its stream as an object
+            self._chance = chance._state
         self.game = load_game(self.game_string)
         self._opponents = {}
         self._history = HistoryCache(self.game)

@@ -40,7 +40,7 @@ from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..facts import load_game
-from ..opponents.base import ActionProbs, Opponent
+from ..opponents.base import MoveTable, Opponent, draw_move, move_table
 from ..opponents.population import OpponentSpec, as_population
 
 ObsType = TypeVar("ObsType")
@@ -139,7 +139,8 @@ class GameNode:
     keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
     seat's ``payoff`` and ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives move by move (the text view: the
     history lines the seat reads) and ``view`` what it shows at this history (``None``
-    until first shown). ``moves`` keeps the move distributions of the stationary opponents
+    until first shown). ``moves`` keeps the move distributions (as
+    :func:`~mage_envs.opponents.base.move_table`) of the stationary opponents
     (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
     Example:
@@ -160,7 +161,7 @@ class GameNode:
         self.cumulative, self.outcomes = table
         self.trail = trail
         self.view: Any = None
-        self.moves: dict[str, ActionProbs] | None = None
+        self.moves: dict[str, MoveTable] | None = None
 
 
 class View:
@@ -432,18 +433,22 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         return False
 
     def _opponent_move(self, node: GameNode) -> int:
-        """The opponent's action at ``node``; a stationary opponent's distribution there is
-        asked for once and kept in the node."""
+        """The opponent's action at ``node``. A stationary opponent's distribution there is
+        asked for once and kept in the node; the env draws from it with the stream it gave
+        the opponent at reset, as the opponent's own :meth:`~mage_envs.opponents.Opponent.act`
+        would."""
         opponent = self._opponent
         if not opponent.stationary:
             return opponent.act(self._state)
         moves = node.moves
         if moves is None:
             moves = node.moves = {}
-        probs = moves.get(self._opponent_id)
-        if probs is None:
-            probs = moves[self._opponent_id] = opponent.action_probabilities(self._state)
-        return opponent.sample(probs)
+        table = moves.get(self._opponent_id)
+        if table is None:
+            probs = opponent.action_probabilities(self._state)
+            assert probs is not None  # a stationary opponent has a closed-form distribution
+            table = moves[self._opponent_id] = move_table(probs)
+        return draw_move(table, self._rng)
 
     def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
         terminated = self._advance()

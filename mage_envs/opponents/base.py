@@ -17,6 +17,7 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -32,18 +33,15 @@ class Opponent(ABC):
 
     #: Stable archetype id, e.g. ``"aggressive"``; reported in ``info["opponent"]``.
     name: str = "opponent"
-    #: True when :meth:`act` is :meth:`sample` of :meth:`action_probabilities`, a function of
-    #: the state alone: an env may then keep the distribution per history and call
-    #: :meth:`sample` on it (a subclass that changes :meth:`act` sets it back to False).
+    #: True when :meth:`act` is ``sample_action(action_probabilities(state), rng)`` with the
+    #: ``rng`` given to :meth:`reset` and the distribution a function of the state alone: an
+    #: env may then keep its :func:`move_table` per history and draw from it with that ``rng``
+    #: (a subclass that changes :meth:`act` or :meth:`reset` sets it back to False).
     stationary: ClassVar[bool] = False
 
     def reset(self, rng: random.Random) -> None:
         """Start a new episode; all randomness must come from ``rng``."""
         self._rng = rng
-
-    def sample(self, probs: ActionProbs) -> int:
-        """Draw an action from ``probs`` with the episode's random stream (:func:`sample_action`)."""
-        return sample_action(probs, self._rng)
 
     @abstractmethod
     def act(self, state: pyspiel.State) -> int:
@@ -57,6 +55,10 @@ class Opponent(ABC):
         return f"{type(self).__name__}({self.name!r})"
 
 
+#: A move distribution as :func:`draw_move` reads it: (cumulative probabilities, actions).
+MoveTable = tuple[tuple[float, ...], tuple[int, ...]]
+
+
 def sample_action(probs: ActionProbs, rng: random.Random) -> int:
     """Draw an action from ``probs``; a pure strategy consumes no randomness.
 
@@ -64,21 +66,44 @@ def sample_action(probs: ActionProbs, rng: random.Random) -> int:
         >>> sample_action({0: 0.0, 1: 1.0}, random.Random(0))
         1
     """
+    return draw_move(move_table(probs), rng)
+
+
+def move_table(probs: ActionProbs) -> MoveTable:
+    """``probs`` as a :data:`MoveTable`: the actions of positive probability with their
+    cumulative probabilities, in the order of ``probs``; a distribution over one action is
+    pure (no cumulative probabilities: drawing it consumes no randomness).
+
+    Example:
+        >>> move_table({0: 0.25, 1: 0.0, 2: 0.75}), move_table({1: 1.0})
+        (((0.25, 1.0), (0, 2)), ((), (1,)))
+    """
     if len(probs) == 1:
-        return next(iter(probs))
-    threshold = rng.random()
-    cumulative = 0.0
-    last = None
+        return (), (next(iter(probs)),)
+    cumulative, actions, total = [], [], 0.0
     for action, prob in probs.items():
-        if prob <= 0.0:
-            continue
-        cumulative += prob
-        last = action
-        if threshold < cumulative:
-            return action
-    if last is None:
+        if prob > 0.0:
+            total += prob
+            cumulative.append(total)
+            actions.append(action)
+    if not actions:
         raise ValueError(f"action distribution has no positive mass: {dict(probs)}")
-    return last
+    return tuple(cumulative), tuple(actions)
+
+
+def draw_move(table: MoveTable, rng: random.Random) -> int:
+    """An action drawn from ``table``: the first whose cumulative probability exceeds one
+    uniform number from ``rng`` (the last if rounding leaves none; none drawn when pure).
+
+    Example:
+        >>> draw_move(((0.25, 1.0), (0, 2)), random.Random(0)), draw_move(((), (1,)), random.Random(0))
+        (2, 1)
+    """
+    cumulative, actions = table
+    if not cumulative:
+        return actions[0]
+    index = bisect.bisect_right(cumulative, rng.random())
+    return actions[index] if index < len(actions) else actions[-1]
 
 
 def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dict[int, float]]:
@@ -158,7 +183,7 @@ class PolicyOpponent(Opponent):
     stationary = True
 
     def act(self, state: pyspiel.State) -> int:
-        return self.sample(self.action_probabilities(state))
+        return sample_action(self.action_probabilities(state), self._rng)
 
 
 class BotOpponent(Opponent):

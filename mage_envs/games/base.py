@@ -133,13 +133,13 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
         shown = self._shown
-        chosen: str | ParsedAction | None = shown.accepted.get(action) if type(action) is str else None
+        chosen = shown.accepted.get(action) if type(action) is str else None
         if chosen is None:  # not a canonical answer
-            chosen = self.text.read(action, shown.legal, shown.accepted)
-        if isinstance(chosen, ParsedAction):
-            return self._invalid(chosen, shown.legal)
-        self._play(shown.legal[chosen])
-        return self._after_move(0.0, None)
+            read = self.text.read(action, shown.legal, shown.accepted)
+            if isinstance(read, ParsedAction):
+                return self._invalid(read, shown.legal)
+            chosen = read
+        return self._after_move(shown.legal[chosen], 0.0, None)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
@@ -175,10 +175,12 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         return TextView(observation, legal, text.answers(legal), summary)
 
     def _grow(self, key: int, action: int) -> GameNode:
-        """Apply ``action`` and add its node, with the history line it adds to the trail."""
-        parent, before = self._node, self._state.clone()
+        """Apply ``action`` and add its node, with the history line it adds to the trail
+        (read from the live state before the action is applied)."""
+        parent = self._node
+        trail = self.text.trail(self._state, parent.player, action, self._seat, parent.trail)
         self._apply(action)
-        return self._add_node(key, self.text.trail(before, parent.player, action, self._seat, parent.trail))
+        return self._add_node(key, trail)
 
     def _summary(self) -> str | None:
         return self._shown.summary

@@ -356,10 +356,11 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _state(self) -> Any:
         """The live ``pyspiel`` state of the episode (``None`` before the first reset), built
         or brought up to date from ``self._actions`` when read."""
-        actions = self._actions
+        actions, live = self._actions, self._live
+        if live is not None and self._applied == len(actions):  # type: ignore[arg-type]  # live: reset
+            return live
         if actions is None:
             return None
-        live = self._live
         if live is None:
             live = self._live = self.game.new_initial_state()
             self._applied = 0
@@ -405,53 +406,56 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         ``self._node`` when the cache is cleared)."""
         return self._history.add(key, GameNode(self._state, self._seat, trail))
 
-    def _advance(self) -> bool:
-        """Play chance and opponent moves until it is the agent's turn; True if the game ended
-        (:meth:`_play` and :meth:`ChanceStream.draw` inlined: this loop is most of an env step)."""
-        seat, base, get = self._seat, self._history.base, self._history.get
+    def _advance(self, action: int | None = None) -> bool:
+        """Play ``action`` (the agent's move, if given), then chance and opponent moves until
+        it is the agent's turn; True if the game ended. :meth:`_play`, :meth:`ChanceStream.draw`
+        and a known move of a stationary opponent are inlined: this loop is most of a step."""
+        seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
         node = self._node
-        while node.player != seat:
+        while True:
+            if action is not None:
+                key = self._key * base + action + 1
+                child = get(key)
+                if child is None:
+                    child = self._grow(key, action)
+                else:
+                    self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+                self._key = key
+                node = self._node = child
+            if node.player == seat:
+                self._shown = self._view(False)
+                return False
             if node.terminal:
                 self._shown = self._view(True)
                 return True
             if node.player == _CHANCE:
                 chance = self._chance = (self._chance * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
-                actions = node.outcomes
+                outcomes = node.outcomes
                 index = bisect.bisect_right(node.cumulative, (chance >> 11) * _UNIT)
-                action = actions[index] if index < len(actions) else actions[-1]
+                action = outcomes[index] if index < len(outcomes) else outcomes[-1]
             else:
-                action = self._opponent_move(node)
-            key = self._key * base + action + 1
-            child = get(key)
-            if child is None:
-                child = self._grow(key, action)
-            else:
-                self._actions.append(action)  # type: ignore[union-attr]  # set at reset
-            self._key = key
-            node = self._node = child
-        self._shown = self._view(False)
-        return False
+                moves = node.moves
+                table = moves.get(opponent_id) if moves is not None and self._opponent.stationary else None
+                action = self._opponent_move(node) if table is None else draw_move(table, self._rng)
 
     def _opponent_move(self, node: GameNode) -> int:
         """The opponent's action at ``node``. A stationary opponent's distribution there is
-        asked for once and kept in the node; the env draws from it with the stream it gave
-        the opponent at reset, as the opponent's own :meth:`~mage_envs.opponents.Opponent.act`
-        would."""
+        asked for once and kept in the node (:meth:`_advance` draws from it next time) with
+        the stream the env gave the opponent at reset, as the opponent's own
+        :meth:`~mage_envs.opponents.Opponent.act` would."""
         opponent = self._opponent
         if not opponent.stationary:
             return opponent.act(self._state)
-        moves = node.moves
-        if moves is None:
-            moves = node.moves = {}
-        table = moves.get(self._opponent_id)
-        if table is None:
-            probs = opponent.action_probabilities(self._state)
-            assert probs is not None  # a stationary opponent has a closed-form distribution
-            table = moves[self._opponent_id] = move_table(probs)
+        probs = opponent.action_probabilities(self._state)
+        assert probs is not None  # a stationary opponent has a closed-form distribution
+        if node.moves is None:
+            node.moves = {}
+        table = node.moves[self._opponent_id] = move_table(probs)
         return draw_move(table, self._rng)
 
-    def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
-        terminated = self._advance()
+    def _after_move(self, action: int, reward: float, invalid: dict[str, Any] | None) -> tuple:
+        """Play the agent's ``action`` and what follows (:meth:`_advance`); the step's result."""
+        terminated = self._advance(action)
         if terminated:
             node = self._node
             assert node.payoff is not None  # a terminal node keeps the seat's payoff and outcome
@@ -467,8 +471,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if decision.applied == "retry":
             return self._retry_observation(decision.notice), reward, False, False, self._info(decision.report)
         if decision.applied == "fallback":
-            self._play(names[decision.substitute])
-            return self._after_move(reward, decision.report)
+            return self._after_move(names[decision.substitute], reward, decision.report)
         forfeit_return = self.invalid_policy.forfeit_value(
             lambda: self.forfeit_payoff(self._state, self._seat) * self.reward_scale
         )

@@ -4,13 +4,15 @@ opponent's move tables draw as its own ``act`` would, others are asked every mov
 import pickle
 import random
 
+import pyspiel
 import pytest
 
 from mage_envs.games.engine import ChanceStream
 from mage_envs.games.kuhn_poker import KuhnPokerEnv
 from mage_envs.games.tic_tac_toe import TicTacToeEnv
 from mage_envs.opponents import PolicyOpponent, make_opponent
-from mage_envs.opponents.base import draw_move, move_table, sample_action
+from mage_envs.opponents.base import draw_move, move_table, sample_action, tabulate_policy
+from mage_envs.opponents.table import TableOpponent
 
 
 def reference_sample(probs, rng):
@@ -138,3 +140,24 @@ def test_an_env_pickled_with_a_stream_object_plays_on_alike():
         assert old.step(old.legal_action_names()[0]) == step
         if step[2]:
             assert old.reset() == env.reset()
+
+
+def test_a_table_opponent_plays_as_the_archetype_with_its_table():
+    """A TableOpponent (whose ``table`` attribute is its policy table) goes through the
+    engine's move tables like any stationary opponent (the table's actions in the
+    archetype's order, so that both draw alike)."""
+    game = pyspiel.load_game("kuhn_poker")
+    table = tabulate_policy(game, pyspiel.UniformRandomPolicy(game))
+    uniform = TableOpponent("uniform", {key: dict(sorted(probs.items())) for key, probs in table.items()})
+    runs = []
+    for opponent in (uniform, "random"):
+        env, rng = KuhnPokerEnv(opponent=opponent), random.Random(2)
+        _, info = env.reset(seed=2)
+        trace = []
+        for _ in range(400):
+            obs, reward, terminated, _, info = env.step(rng.choice(info["legal_actions"]))
+            trace.append((obs, reward))
+            if terminated:
+                _, info = env.reset()
+        runs.append(trace)
+    assert runs[0] == runs[1]

@@ -40,7 +40,7 @@ from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..facts import load_game
-from ..opponents.base import MoveTable, Opponent, draw_move, move_table
+from ..opponents.base import MoveTable, Opponent, draw_move
 from ..opponents.population import OpponentSpec, as_population
 
 ObsType = TypeVar("ObsType")
@@ -139,8 +139,8 @@ class GameNode:
     keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
     seat's ``payoff`` and ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives move by move (the text view: the
     history lines the seat reads) and ``view`` what it shows at this history (``None``
-    until first shown). ``moves`` keeps the move distributions (as
-    :func:`~mage_envs.opponents.base.move_table`) of the stationary opponents
+    until first shown). ``moves`` keeps the move tables
+    (:meth:`~mage_envs.opponents.Opponent.move_table_at`) of the stationary opponents
     (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
     Example:
@@ -446,11 +446,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         opponent = self._opponent
         if not opponent.stationary:
             return opponent.act(self._state)
-        probs = opponent.action_probabilities(self._state)
-        assert probs is not None  # a stationary opponent has a closed-form distribution
         if node.moves is None:
             node.moves = {}
-        table = node.moves[self._opponent_id] = move_table(probs)
+        table = node.moves[self._opponent_id] = opponent.move_table_at(self._state)
         return draw_move(table, self._rng)
 
     def _after_move(self, action: int, reward: float, invalid: dict[str, Any] | None) -> tuple:

@@ -35,7 +35,7 @@ class Opponent(ABC):
     name: str = "opponent"
     #: True when :meth:`act` is ``sample_action(action_probabilities(state), rng)`` with the
     #: ``rng`` given to :meth:`reset` and the distribution a function of the state alone: an
-    #: env may then keep its :func:`move_table` per history and draw from it with that ``rng``
+    #: env may then keep its :meth:`move_table_at` per history and draw from it with that ``rng``
     #: (a subclass that changes :meth:`act` or :meth:`reset` sets it back to False).
     stationary: ClassVar[bool] = False
 
@@ -50,6 +50,14 @@ class Opponent(ABC):
     def action_probabilities(self, state: pyspiel.State) -> ActionProbs | None:
         """The exact move distribution in ``state``, or ``None`` when it has no closed form."""
         return None
+
+    def move_table_at(self, state: pyspiel.State) -> MoveTable:
+        """The :func:`move_table` of the move distribution in ``state`` (``TypeError`` when it
+        has no closed form)."""
+        probs = self.action_probabilities(state)
+        if probs is None:
+            raise TypeError(f"{self!r} has no closed-form move distribution")
+        return move_table(probs)
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
@@ -164,10 +172,14 @@ class PolicyOpponent(Opponent):
         self._policy = policy
         self._key = key
         self._cache: dict[Hashable, dict[int, float]] = {}
+        self._tables: dict[Hashable, MoveTable] = {}
         self._rng = random.Random(0)
 
+    def _state_key(self, state: pyspiel.State) -> Hashable:
+        return state.information_state_string() if self._key is None else self._key(state)
+
     def action_probabilities(self, state: pyspiel.State) -> dict[int, float]:
-        key = state.information_state_string() if self._key is None else self._key(state)
+        key = self._state_key(state)
         probs = self._cache.get(key)
         if probs is None:
             probs = {a: float(p) for a, p in self._policy(state).items() if p > 0.0}
@@ -179,6 +191,14 @@ class PolicyOpponent(Opponent):
                 )
             self._cache[key] = probs
         return probs
+
+    def move_table_at(self, state: pyspiel.State) -> MoveTable:
+        """The move table in ``state``, one per cache key (shared by every history that has it)."""
+        key = self._state_key(state)
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = move_table(self.action_probabilities(state))
+        return table
 
     stationary = True
 

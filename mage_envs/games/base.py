@@ -128,20 +128,22 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
 
     # ------------------------------------------------------------------ gym API
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
         shown = self._shown
-        chosen = self.text.read(action, shown.legal, shown.accepted)
-        if isinstance(chosen, ParsedAction):
-            return self._invalid(chosen, shown.legal)
-        self._play(shown.legal[chosen])
-        return self._after_move(0.0, None)
+        chosen = shown.accepted.get(action) if type(action) is str else None
+        if chosen is None:  # not a canonical answer
+            read = self.text.read(action, shown.legal, shown.accepted)
+            if isinstance(read, ParsedAction):
+                return self._invalid(read, shown.legal)
+            chosen = read
+        return self._after_move(shown.legal[chosen], 0.0, None)
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return self._shown.observation if self._state is not None else ""
+            return self._shown.observation if self._actions is not None else ""
         return None
 
     # ------------------------------------------------------------------ internals
@@ -173,10 +175,12 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         return TextView(observation, legal, text.answers(legal), summary)
 
     def _grow(self, key: int, action: int) -> GameNode:
-        """Apply ``action`` and add its node, with the history line it adds to the trail."""
-        parent, before = self._node, self._state.clone()
-        self._state.apply_action(action)
-        return self._add_node(key, self.text.trail(before, parent.player, action, self._seat, parent.trail))
+        """Apply ``action`` and add its node, with the history line it adds to the trail
+        (read from the live state before the action is applied)."""
+        parent = self._node
+        trail = self.text.trail(self._state, parent.player, action, self._seat, parent.trail)
+        self._apply(action)
+        return self._add_node(key, trail)
 
     def _summary(self) -> str | None:
         return self._shown.summary

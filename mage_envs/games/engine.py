@@ -40,12 +40,15 @@ from ..core.contract import InvalidActionPolicy, Seat
 from ..core.invalid import judge_invalid
 from ..core.parsing import ParsedAction
 from ..facts import load_game
-from ..opponents.base import Opponent
+from ..opponents.base import MoveTable, Opponent, draw_move
 from ..opponents.population import OpponentSpec, as_population
 
 ObsType = TypeVar("ObsType")
 ActType = TypeVar("ActType")
 _MASK64 = (1 << 64) - 1
+#: The chance streams' 64-bit LCG (Knuth's MMIX constants) and its top 53 bits as a float in [0, 1).
+_LCG_MULTIPLIER, _LCG_INCREMENT = 6364136223846793005, 1442695040888963407
+_UNIT = 1.0 / 9007199254740992.0
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
 #: An env's table of visited histories is a cache: it is cleared past this many nodes.
 NODE_LIMIT = 200_000
@@ -109,8 +112,8 @@ class ChanceStream:
         """The next outcome of a chance node given as its :func:`chance_table`: the first
         action whose cumulative probability exceeds the next uniform number (the last
         action if rounding leaves none)."""
-        self._state = (self._state * 6364136223846793005 + 1442695040888963407) & _MASK64
-        index = bisect.bisect_right(cumulative, (self._state >> 11) / 9007199254740992.0)
+        self._state = (self._state * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
+        index = bisect.bisect_right(cumulative, (self._state >> 11) * _UNIT)
         return actions[index] if index < len(actions) else actions[-1]
 
     def sample(self, state: pyspiel.State) -> int:
@@ -134,9 +137,11 @@ class GameNode:
 
     ``player`` is OpenSpiel's player to move (``-1`` chance, ``-4`` terminal); a chance node
     keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
-    seat's ``payoff``. ``trail`` is what the view derives move by move (the text view: the
+    seat's ``payoff`` and ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives move by move (the text view: the
     history lines the seat reads) and ``view`` what it shows at this history (``None``
-    until first shown).
+    until first shown). ``moves`` keeps the move tables
+    (:meth:`~mage_envs.opponents.Opponent.move_table_at`) of the stationary opponents
+    (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
     Example:
         >>> state = pyspiel.load_game("kuhn_poker").new_initial_state()
@@ -144,16 +149,19 @@ class GameNode:
         (0, 1, 2)
     """
 
-    __slots__ = ("player", "terminal", "payoff", "cumulative", "outcomes", "trail", "view")
+    __slots__ = ("player", "terminal", "payoff", "outcome", "cumulative", "outcomes", "trail", "view", "moves")
 
     def __init__(self, state: pyspiel.State, seat: int, trail: tuple[Any, ...] = ()) -> None:
         self.player: int = state.current_player()
         self.terminal: bool = state.is_terminal()
         self.payoff: float | None = state.returns()[seat] if self.terminal else None
+        payoff = self.payoff or 0.0
+        self.outcome: str | None = ("win" if payoff > 0 else "loss" if payoff < 0 else "draw") if self.terminal else None
         table = chance_table(state.chance_outcomes()) if self.player == _CHANCE else ((), ())
         self.cumulative, self.outcomes = table
         self.trail = trail
         self.view: Any = None
+        self.moves: dict[str, MoveTable] | None = None
 
 
 class View:
@@ -188,13 +196,12 @@ class HistoryCache(Generic[NodeT]):
         self.base = key_base(game)
         self.width = width
         self._nodes: dict[int, NodeT] = {}
+        #: The node at a key, or ``None`` (the table's own ``dict.get``: this is the hot path).
+        self.get: Callable[[int], NodeT | None] = self._nodes.get
 
     def child_key(self, key: int, action: int) -> int:
         """The key of the history ``key`` followed by ``action``."""
         return key * self.base + action + 1
-
-    def get(self, key: int) -> NodeT | None:
-        return self._nodes.get(key)
 
     def add(self, key: int, node: NodeT) -> NodeT:
         """Keep ``node`` at ``key``, clearing the table first when it is full."""
@@ -239,7 +246,11 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     The env keeps a :class:`GameNode` per (seat, history) it has played in a
     :class:`HistoryCache` (``self._history``; ``self._key`` encodes the current history and
     ``self._node`` is its node), so what depends only on the seat and the history (who
-    moves, the chance odds, the payoff, the view) is computed once.
+    moves, the chance odds, the payoff, the view, a stationary opponent's move distribution)
+    is computed once. The episode is its list of actions (``self._actions``); the live
+    ``pyspiel`` state (``self._state``) is built from them only when something reads it (a
+    new node, a search-bot opponent, :attr:`state`), so a game on known histories calls no
+    ``pyspiel`` at all.
     """
 
     #: OpenSpiel game string, e.g. ``"kuhn_poker"``.
@@ -272,8 +283,11 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self._opponents: dict[str, Opponent] = {}
         self._rng = random.Random(0)
         self._deals = random.Random(0)  # opponents and instances of unseeded resets
-        # the live pyspiel.State once reset (pyspiel has no type stubs: Any to mypy)
-        self._state: Any = None
+        self._actions: list[int] | None = None  # the episode's actions (None before reset)
+        # the live pyspiel.State, applied up to self._actions[:self._applied] (None until read;
+        # pyspiel has no type stubs: Any to mypy)
+        self._live: Any = None
+        self._applied = 0
         self._history: HistoryCache[GameNode] = HistoryCache(self.game)
         self._shown: View  # the view of the current state (set at reset)
 
@@ -300,29 +314,29 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id)."""
         super().reset(seed=seed)
-        seeded = seed is not None or self._state is None
+        seeded = seed is not None or self._actions is None
         if seeded:
             self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
             self._deals = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
         draws = self._rng if seeded else self._deals
-        options = options or {}
-        opponent_id = options.get("opponent")
-        if opponent_id is None:
-            opponent_id = self.population.sample(draws)
-        instance = options.get("instance")
-        if instance is None:
-            instance = draws.getrandbits(63)
-        self._instance = int(instance)
-        self._opponent_id = str(opponent_id)
-        self._opponent = self._opponent_for(self._opponent_id)
-        self._opponent.reset(self._rng)
+        opponent_id = instance = None
+        if options:
+            opponent_id, instance = options.get("opponent"), options.get("instance")
+        # the opponent is drawn before the instance
+        self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
+        self._instance = draws.getrandbits(63) if instance is None else int(instance)
+        opponent = self._opponents.get(self._opponent_id)
+        if opponent is None:
+            opponent = self._opponent_for(self._opponent_id)
+        self._opponent = opponent
+        opponent.reset(self._rng)
         if self.seat_option == "random":
             self._seat = self._instance & 1
         else:
             self._seat = int(self.seat_option)
-        self._state = self.game.new_initial_state()
+        self._actions, self._live = [], None
         self._enter_root()
-        self._chance = ChanceStream(self._instance)
+        self._chance = splitmix64(self._instance)  # the state of the instance's ChanceStream
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
         self._forfeited = False
@@ -338,19 +352,53 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._opponents[opponent_id] = opponent
         return opponent
 
+    @property
+    def _state(self) -> Any:
+        """The live ``pyspiel`` state of the episode (``None`` before the first reset), built
+        or brought up to date from ``self._actions`` when read."""
+        actions, live = self._actions, self._live
+        if live is not None and self._applied == len(actions):  # type: ignore[arg-type]  # live: reset
+            return live
+        if actions is None:
+            return None
+        if live is None:
+            live = self._live = self.game.new_initial_state()
+            self._applied = 0
+        while self._applied < len(actions):
+            live.apply_action(actions[self._applied])
+            self._applied += 1
+        return live
+
     def _enter_root(self) -> None:
-        """Move to the node of the initial state (``self._state``): key ``seat + 1``."""
+        """Move to the node of the initial state: key ``seat + 1``."""
         key = self._key = self._seat + 1
         node = self._history.get(key)
         self._node = self._add_node(key, ()) if node is None else node
 
     def _play(self, action: int) -> None:
-        """Apply ``action`` to the live state and move to its node (:meth:`HistoryCache.play`)."""
-        self._key, self._node = self._history.play(self._key, action, self._state, self._grow)
+        """Play ``action`` and move to its node, which :meth:`_grow` adds the first time its
+        history is reached (the live state is not touched otherwise)."""
+        key = self._key * self._history.base + action + 1
+        node = self._history.get(key)
+        if node is None:
+            node = self._grow(key, action)
+        else:
+            self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+        self._key, self._node = key, node
+
+    def _apply(self, action: int) -> Any:
+        """Apply ``action`` to the live state (brought up to date first) and record it; the
+        live state after it."""
+        state = self._state
+        state.apply_action(action)
+        self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+        self._applied += 1
+        return state
 
     def _grow(self, key: int, action: int) -> GameNode:
-        """Apply ``action``, not played from this history before, and add its node at ``key``."""
-        self._state.apply_action(action)
+        """Play ``action``, not played from this history before (:meth:`_apply`), and add its
+        node at ``key``."""
+        self._apply(action)
         return self._add_node(key, ())
 
     def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
@@ -358,30 +406,59 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         ``self._node`` when the cache is cleared)."""
         return self._history.add(key, GameNode(self._state, self._seat, trail))
 
-    def _advance(self) -> bool:
-        """Play chance and opponent moves until it is the agent's turn; True if the game ended."""
-        seat, chance = self._seat, self._chance
+    def _advance(self, action: int | None = None) -> bool:
+        """Play ``action`` (the agent's move, if given), then chance and opponent moves until
+        it is the agent's turn; True if the game ended. :meth:`_play`, :meth:`ChanceStream.draw`
+        and a known move of a stationary opponent are inlined: this loop is most of a step."""
+        seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
         node = self._node
-        while node.player != seat:
+        while True:
+            if action is not None:
+                key = self._key * base + action + 1
+                child = get(key)
+                if child is None:
+                    child = self._grow(key, action)
+                else:
+                    self._actions.append(action)  # type: ignore[union-attr]  # set at reset
+                self._key = key
+                node = self._node = child
+            if node.player == seat:
+                self._shown = self._view(False)
+                return False
             if node.terminal:
                 self._shown = self._view(True)
                 return True
             if node.player == _CHANCE:
-                action = chance.draw(node.cumulative, node.outcomes)
+                chance = self._chance = (self._chance * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
+                outcomes = node.outcomes
+                index = bisect.bisect_right(node.cumulative, (chance >> 11) * _UNIT)
+                action = outcomes[index] if index < len(outcomes) else outcomes[-1]
             else:
-                action = self._opponent.act(self._state)
-            self._play(action)
-            node = self._node
-        self._shown = self._view(False)
-        return False
+                moves = node.moves
+                table = moves.get(opponent_id) if moves is not None and self._opponent.stationary else None
+                action = self._opponent_move(node) if table is None else draw_move(table, self._rng)
 
-    def _after_move(self, reward: float, invalid: dict[str, Any] | None) -> tuple:
-        terminated = self._advance()
+    def _opponent_move(self, node: GameNode) -> int:
+        """The opponent's action at ``node``. A stationary opponent's distribution there is
+        asked for once and kept in the node (:meth:`_advance` draws from it next time) with
+        the stream the env gave the opponent at reset, as the opponent's own
+        :meth:`~mage_envs.opponents.Opponent.act` would."""
+        opponent = self._opponent
+        if not opponent.stationary:
+            return opponent.act(self._state)
+        if node.moves is None:
+            node.moves = {}
+        table = node.moves[self._opponent_id] = opponent.move_table_at(self._state)
+        return draw_move(table, self._rng)
+
+    def _after_move(self, action: int, reward: float, invalid: dict[str, Any] | None) -> tuple:
+        """Play the agent's ``action`` and what follows (:meth:`_advance`); the step's result."""
+        terminated = self._advance(action)
         if terminated:
-            payoff = self._node.payoff
-            assert payoff is not None  # a terminal node keeps the seat's payoff
-            reward += payoff * self.reward_scale
-            self._finish("win" if payoff > 0 else "loss" if payoff < 0 else "draw")
+            node = self._node
+            assert node.payoff is not None  # a terminal node keeps the seat's payoff and outcome
+            reward += node.payoff * self.reward_scale
+            self._done, self._outcome = True, node.outcome
         return self._shown.observation, reward, terminated, False, self._info(invalid)
 
     def _invalid(self, parsed: ParsedAction, names: dict[str, int]) -> tuple:
@@ -392,20 +469,13 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if decision.applied == "retry":
             return self._retry_observation(decision.notice), reward, False, False, self._info(decision.report)
         if decision.applied == "fallback":
-            self._play(names[decision.substitute])
-            return self._after_move(reward, decision.report)
+            return self._after_move(names[decision.substitute], reward, decision.report)
         forfeit_return = self.invalid_policy.forfeit_value(
             lambda: self.forfeit_payoff(self._state, self._seat) * self.reward_scale
         )
-        self._finish("loss", forfeit=True)
+        self._done, self._outcome, self._forfeited = True, "loss", True
+        self._shown = self._forfeit_view()
         return self._shown.observation, reward + forfeit_return, True, False, self._info(decision.report)
-
-    def _finish(self, outcome: str, forfeit: bool = False) -> None:
-        self._done = True
-        self._outcome = outcome
-        self._forfeited = forfeit
-        if forfeit:
-            self._shown = self._forfeit_view()
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info: dict[str, Any] = {
@@ -432,7 +502,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     @property
     def state(self) -> pyspiel.State:
         """The live ``pyspiel`` state (read-only use; do not apply actions to it)."""
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() first")
         return self._state
 
@@ -445,9 +515,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         """Pickle the game as its action history, without the table of nodes; opponents are
         rebuilt from their ids."""
         state = self.__dict__.copy()
-        pyspiel_state = state.pop("_state", None)
-        state["_serialized_history"] = None if pyspiel_state is None else pyspiel_state.history()
-        for key in ("game", "_opponents", "_opponent", "_history", "_node", "_key"):
+        actions = state.pop("_actions", None)
+        state["_serialized_history"] = None if actions is None else list(actions)
+        for key in ("game", "_opponents", "_opponent", "_history", "_node", "_key", "_live", "_applied"):
             state.pop(key, None)
         return state
 
@@ -457,12 +527,15 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self.__dict__.update(state)
         if "_deals" not in state:   # pickled before fresh deals had a stream of their own
             self._deals = random.Random(self._rng.getrandbits(63))
+        chance = state.get("_chance")
+        if isinstance(chance, ChanceStream):  # pickled when the env kept its stream as an object
+            self._chance = chance._state
         self.game = load_game(self.game_string)
         self._opponents = {}
         self._history = HistoryCache(self.game)
-        self._state = None
+        self._actions, self._live, self._applied = None, None, 0
         if history is not None:
-            self._state = self.game.new_initial_state()
+            self._actions = []
             self._enter_root()
             for action in history:
                 self._play(action)

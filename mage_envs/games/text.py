@@ -37,6 +37,8 @@ __all__ = ["FORFEIT_LINE", "GameText", "accepted_answer"]
 
 #: The last line of the prompt of a player who forfeited.
 FORFEIT_LINE = "You forfeited this game by not giving a legal action."
+#: A text layer keeps the answer tables of at most this many sets of legal names.
+ANSWERS_CACHE_LIMIT = 4096
 
 
 def accepted_answer(accepted: dict[str, str], action: Any) -> str | None:
@@ -83,6 +85,8 @@ class GameText:
         self.accept_bare = accept_bare
         self.prompt_style = prompt_style
         self._header_cache: dict[int, str] = {}
+        self._instruction_cache: dict[str, str] = {}
+        self._answers_cache: dict[tuple[str, ...], dict[str, str]] = {}
         self._preamble: str | None = None
 
     # ------------------------------------------------------------------ hooks
@@ -131,8 +135,15 @@ class GameText:
 
     # ------------------------------------------------------------------ answers
     def answers(self, legal: dict[str, int]) -> dict[str, str]:
-        """The answers read without parsing -> names, for the ``legal`` names."""
-        return canonical_answers(legal, self.accept_bare)
+        """The answers read without parsing -> names, for the ``legal`` names (one table per
+        set of names, shared: do not change it)."""
+        names = tuple(legal)
+        accepted = self._answers_cache.get(names)
+        if accepted is None:
+            if len(self._answers_cache) >= ANSWERS_CACHE_LIMIT:
+                self._answers_cache.clear()
+            accepted = self._answers_cache[names] = canonical_answers(names, self.accept_bare)
+        return accepted
 
     def read(self, action: Any, legal: dict[str, int], accepted: dict[str, str]) -> str | ParsedAction:
         """The legal name ``action`` gives (looked up in ``accepted``, :meth:`answers`, else
@@ -223,7 +234,7 @@ class GameText:
         header = self._header_cache.get(seat)
         if header is None:
             header = self._header_cache[seat] = self.rules(seat)
-        history = "\n".join(f"- {line}" for line in lines) or "- (nothing yet)"
+        history = "- " + "\n- ".join(lines) if lines else "- (nothing yet)"
         parts = [header, "", private, "", "Moves so far:", history, ""]
         if ending is not None:
             parts.append(ending)
@@ -231,7 +242,10 @@ class GameText:
             if notice:
                 parts.append(f"Note: {notice}")
             parts.append(f"Legal actions: {', '.join(legal)}")
-            parts.append(answer_instruction(legal[0], think=True, legal=True))
+            instruction = self._instruction_cache.get(legal[0])
+            if instruction is None:
+                instruction = self._instruction_cache[legal[0]] = answer_instruction(legal[0], think=True, legal=True)
+            parts.append(instruction)
         return clip_text("\n".join(parts), self.max_observation_chars)
 
     def _compact_prompt(

@@ -93,7 +93,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
 
     # ------------------------------------------------------------------ gym API
     def step(self, action: int) -> tuple[np.ndarray, float, bool, bool, dict[str, Any]]:
-        if self._state is None:
+        if self._actions is None:
             raise RuntimeError("call reset() before step()")
         if self._done:
             raise RuntimeError("the episode is over; call reset() to start a new one")
@@ -103,8 +103,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             raise TypeError(f"action must be an integer id in {self.action_space}, got {action!r}") from None
         if not (0 <= action_id < self._num_actions and self._shown.mask[action_id]):
             return self._invalid(ParsedAction(None, "illegal_action", str(action_id)), self._shown.legal)
-        self._play(action_id)
-        return self._after_move(0.0, None)
+        return self._after_move(action_id, 0.0, None)
 
     def action_masks(self) -> np.ndarray:
         """Which action ids are legal now (``bool``; all ``False`` once the episode is over)."""
@@ -121,7 +120,7 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
 
     def render(self) -> str | None:
         if self.render_mode == "ansi":
-            return str(self._state) if self._state is not None else ""
+            return str(self._state) if self._actions is not None else ""
         return None
 
     # ------------------------------------------------------------------ internals

@@ -17,10 +17,11 @@ Example:
 
 from __future__ import annotations
 
+import bisect
 import random
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from typing import Callable, Hashable, Iterator, Literal, Mapping
+from typing import Callable, ClassVar, Hashable, Iterator, Literal, Mapping
 
 import pyspiel
 
@@ -32,6 +33,11 @@ class Opponent(ABC):
 
     #: Stable archetype id, e.g. ``"aggressive"``; reported in ``info["opponent"]``.
     name: str = "opponent"
+    #: True when :meth:`act` is ``sample_action(action_probabilities(state), rng)`` with the
+    #: ``rng`` given to :meth:`reset` and the distribution a function of the state alone: an
+    #: env may then keep its :meth:`move_table_at` per history and draw from it with that ``rng``
+    #: (a subclass that changes :meth:`act` or :meth:`reset` sets it back to False).
+    stationary: ClassVar[bool] = False
 
     def reset(self, rng: random.Random) -> None:
         """Start a new episode; all randomness must come from ``rng``."""
@@ -45,8 +51,20 @@ class Opponent(ABC):
         """The exact move distribution in ``state``, or ``None`` when it has no closed form."""
         return None
 
+    def move_table_at(self, state: pyspiel.State) -> MoveTable:
+        """The :func:`move_table` of the move distribution in ``state`` (``TypeError`` when it
+        has no closed form)."""
+        probs = self.action_probabilities(state)
+        if probs is None:
+            raise TypeError(f"{self!r} has no closed-form move distribution")
+        return move_table(probs)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.name!r})"
+
+
+#: A move distribution as :func:`draw_move` reads it: (cumulative probabilities, actions).
+MoveTable = tuple[tuple[float, ...], tuple[int, ...]]
 
 
 def sample_action(probs: ActionProbs, rng: random.Random) -> int:
@@ -56,21 +74,44 @@ def sample_action(probs: ActionProbs, rng: random.Random) -> int:
         >>> sample_action({0: 0.0, 1: 1.0}, random.Random(0))
         1
     """
+    return draw_move(move_table(probs), rng)
+
+
+def move_table(probs: ActionProbs) -> MoveTable:
+    """``probs`` as a :data:`MoveTable`: the actions of positive probability with their
+    cumulative probabilities, in the order of ``probs``; a distribution over one action is
+    pure (no cumulative probabilities: drawing it consumes no randomness).
+
+    Example:
+        >>> move_table({0: 0.25, 1: 0.0, 2: 0.75}), move_table({1: 1.0})
+        (((0.25, 1.0), (0, 2)), ((), (1,)))
+    """
     if len(probs) == 1:
-        return next(iter(probs))
-    threshold = rng.random()
-    cumulative = 0.0
-    last = None
+        return (), (next(iter(probs)),)
+    cumulative, actions, total = [], [], 0.0
     for action, prob in probs.items():
-        if prob <= 0.0:
-            continue
-        cumulative += prob
-        last = action
-        if threshold < cumulative:
-            return action
-    if last is None:
+        if prob > 0.0:
+            total += prob
+            cumulative.append(total)
+            actions.append(action)
+    if not actions:
         raise ValueError(f"action distribution has no positive mass: {dict(probs)}")
-    return last
+    return tuple(cumulative), tuple(actions)
+
+
+def draw_move(table: MoveTable, rng: random.Random) -> int:
+    """An action drawn from ``table``: the first whose cumulative probability exceeds one
+    uniform number from ``rng`` (the last if rounding leaves none; none drawn when pure).
+
+    Example:
+        >>> draw_move(((0.25, 1.0), (0, 2)), random.Random(0)), draw_move(((), (1,)), random.Random(0))
+        (2, 1)
+    """
+    cumulative, actions = table
+    if not cumulative:
+        return actions[0]
+    index = bisect.bisect_right(cumulative, rng.random())
+    return actions[index] if index < len(actions) else actions[-1]
 
 
 def tabulate_policy(game: pyspiel.Game, policy: pyspiel.Policy) -> dict[str, dict[int, float]]:
@@ -131,10 +172,14 @@ class PolicyOpponent(Opponent):
         self._policy = policy
         self._key = key
         self._cache: dict[Hashable, dict[int, float]] = {}
+        self._tables: dict[Hashable, MoveTable] = {}
         self._rng = random.Random(0)
 
+    def _state_key(self, state: pyspiel.State) -> Hashable:
+        return state.information_state_string() if self._key is None else self._key(state)
+
     def action_probabilities(self, state: pyspiel.State) -> dict[int, float]:
-        key = state.information_state_string() if self._key is None else self._key(state)
+        key = self._state_key(state)
         probs = self._cache.get(key)
         if probs is None:
             probs = {a: float(p) for a, p in self._policy(state).items() if p > 0.0}
@@ -146,6 +191,16 @@ class PolicyOpponent(Opponent):
                 )
             self._cache[key] = probs
         return probs
+
+    def move_table_at(self, state: pyspiel.State) -> MoveTable:
+        """The move table in ``state``, one per cache key (shared by every history that has it)."""
+        key = self._state_key(state)
+        table = self._tables.get(key)
+        if table is None:
+            table = self._tables[key] = move_table(self.action_probabilities(state))
+        return table
+
+    stationary = True
 
     def act(self, state: pyspiel.State) -> int:
         return sample_action(self.action_probabilities(state), self._rng)

@@ -1,12 +1,13 @@
 """The league against the default on Kuhn Poker's CFR row, over seeds (issue 34, item 6).
 
-Two variants of the default CPU configuration at 600 iterations (the length of the
-``iterations-600-other-seeds`` runs of ``benchmarks/learning.py``, seeds 20-29, which are
-read, never written, from ``--default-dir``):
+The default CPU configuration from ``benchmarks/learning.py``'s runs on seeds 20-29 (no
+default was chosen on them), read, never written, from ``--default-dir``, and the league:
 
-* ``default`` — those runs as they are;
-* ``league``  — the same config with ``--league true --league-sampling pfsp`` (a snapshot
-  every 100 iterations, 4 kept), trained here into ``--output-dir``.
+* ``default``     — ``iterations-600-other-seeds``: the defaults at 600 iterations;
+* ``default-900`` — ``mage-other-seeds``: the defaults (900 iterations);
+* ``league``      — the defaults at 600 iterations with ``--league true --league-sampling pfsp``
+  (a snapshot every 100 iterations, 4 kept), trained here into ``--output-dir`` and paired
+  with ``default`` by seed.
 
 Every run's last checkpoint is measured against ``cfr-argmax`` (the argmax of the CFR
 policy, deterministic; the paper's CFR row) and ``nash``: the win rate and return of every
@@ -41,6 +42,9 @@ LEAGUE = {"league": True, "league_sampling": "pfsp", "league_interval": 100, "le
 #: The CFR row's opponents: the deterministic argmax of CFR (the paper's) and its mixed equilibrium.
 OPPONENTS = ["cfr-argmax", "nash"]
 META_EPISODES = 300
+#: The runs of benchmarks/learning.py each default variant reads.
+DEFAULT_RUNS = {"default": "iterations-600-other-seeds", "default-900": "mage-other-seeds"}
+VARIANTS = [*DEFAULT_RUNS, "league"]
 
 
 def run_folder(variant: str, seed: int, default_dir: Path, output_dir: Path) -> Path:
@@ -50,8 +54,8 @@ def run_folder(variant: str, seed: int, default_dir: Path, output_dir: Path) -> 
         >>> run_folder("default", 20, Path("d"), Path("o")).as_posix(), run_folder("league", 20, Path("d"), Path("o")).name
         ('d/iterations-600-other-seeds-s20', 'league-s20')
     """
-    if variant == "default":
-        return default_dir / f"iterations-600-other-seeds-s{seed}"
+    if variant in DEFAULT_RUNS:
+        return default_dir / f"{DEFAULT_RUNS[variant]}-s{seed}"
     return output_dir / f"league-s{seed}"
 
 
@@ -123,7 +127,7 @@ def measure_seed(variant: str, seed: int, default_dir: Path, output_dir: Path) -
         train_league(seed, folder)
     elif not checkpoints(folder):
         raise FileNotFoundError(f"{folder} has no checkpoint (the default runs come from benchmarks/learning.py "
-                                "--variants iterations-600-other-seeds --seeds 20 ... 29)")
+                                f"--variants {DEFAULT_RUNS[variant]} --seeds 20 ... 29)")
     result = {"variant": variant, "seed": seed, **measure_run(folder)}
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(result, indent=1))
@@ -206,7 +210,7 @@ def plot(table: dict[str, Any], path: Path) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", type=int, nargs="+", default=[20, 21, 22])
-    parser.add_argument("--variants", nargs="+", default=["default", "league"], choices=["default", "league"])
+    parser.add_argument("--variants", nargs="+", default=VARIANTS, choices=VARIANTS)
     parser.add_argument("--default-dir", type=Path, default=ROOT / "runs" / "learning",
                         help="where benchmarks/learning.py's iterations-600-other-seeds runs are (read only)")
     parser.add_argument("--output-dir", type=Path, default=ROOT / "runs" / "league", help="where league runs train")

@@ -398,8 +398,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--env-id", "--env", dest="env", default=None, help="environment id (default: the checkpoint's)")
     ex.add_argument("--output-dir", default=None, help="(default: <run folder>/exploitability)")
     ex.add_argument("--later-hands", action="store_true",
-                    help="also hand 2 given the memory of every hand 1 (Kuhn Poker): its exploitability and exact "
-                    "returns by hand per archetype")
+                    help="also hand 2 given the memory of every hand 1, and with repeated deals hand 3 given every "
+                    "reachable pair (Kuhn Poker): their exploitability and exact returns by hand per archetype")
     ex.add_argument("--eval-meta-episodes", type=int, default=0,
                     help="also play that many meta-episodes against best-response-to in the env (default: none)")
     ex.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -21,6 +21,7 @@ from mage_envs.oracle.learner import (
     register_best_response,
     seat_table,
     tabulate,
+    third_hand_report,
 )
 from mage_envs.oracle.prompts import PromptWalker, ScriptedOpponent, first_hand_prompts, instance_for
 
@@ -135,6 +136,49 @@ def test_later_hands_give_the_exact_returns_by_hand_of_a_memory_reading_agent():
     assert report["value_by_hand"]["aggressive"][1] != pytest.approx(report["value_by_hand"]["aggressive"][0])
     reach = sum(row["reach"]["aggressive"] for row in report["by_history"])
     assert reach == pytest.approx(1.0, abs=1e-12)
+
+
+def test_the_third_hand_gives_the_exact_returns_by_hand_of_a_memory_reading_agent():
+    """The Queen bets in a later hand only when an earlier one showed the opponent bet or call,
+    and the King checks in hand 3 after a hand 2 it won: the exact returns of hands 1-3 match
+    the real env played out."""
+
+    def rule(observation: str) -> dict[int, float]:
+        key = kuhn_key(observation)
+        memory = observation.split("\n\n")[0] if "Memory" in observation else ""
+        bet = NASH.bet_probability(key)
+        if key[0] == "1":
+            bet = float(("Opponent bets" in memory or "Opponent calls" in memory) and key[1:] in ("", "p"))
+        if key[0] == "2" and "[Episode 2]" in memory and key[1:] in ("", "p"):
+            bet = 0.0 if "win" in memory.split("[Episode 2]")[1] else bet
+        return {0: 1 - bet, 1: bet}
+
+    def scorer(prompts):
+        return [rule(p.observation) for p in prompts]
+
+    walker = PromptWalker(KUHN, {**KWARGS, "num_episodes": 3})
+    first = tabulate(walker.table_prompts(), scorer)
+    population = {"aggressive": 1.0, "intermediate": 1.0}
+    report = third_hand_report(walker, scorer, first, population)
+    second = later_hand_report(walker, scorer, first, population)
+    rng = random.Random(0)
+
+    def sampled(observation, info):
+        bet_name = {"check": "bet", "fold": "call"}
+        passive = info["legal_actions"][0]
+        return bet_name[passive] if rng.random() < rule(observation)[1] else passive
+
+    played = evaluate(sampled, KUHN, opponents=list(population), meta_episodes=3000, seed=5,
+                      env_kwargs={**KWARGS, "num_episodes": 3}, progress=False, oracle=False)
+    for name in population:
+        result = played.opponents[name]
+        exact = report["value_by_hand"][name]
+        assert exact[:2] == pytest.approx(second["value_by_hand"][name], abs=1e-12)
+        for hand in range(3):
+            assert abs(result.mean_return_by_episode[hand] - exact[hand]) < 4 * result.stderr_return_by_episode[hand] + 1e-9
+        assert sum(row["reach"][name] for row in report["by_history"]) == pytest.approx(1.0, abs=1e-12)
+    assert report["value_by_hand"]["intermediate"][2] != pytest.approx(report["value_by_hand"]["intermediate"][1])
+    assert all(len(row["histories"]) == 2 for row in report["by_history"])
 
 
 def test_best_response_opponent_gains_the_nash_conv():

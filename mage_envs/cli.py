@@ -29,7 +29,7 @@ import gymnasium as gym
 from .agents.openai_chat import APIError, OpenAIChatAgent
 from .agents.prompting import INSTRUCTIONS
 from .evaluation import evaluate
-from .opponents.registry import archetype, list_opponents
+from .opponents.registry import TABLE_PREFIX, archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id, check_env_options
@@ -259,7 +259,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     for name in [n.strip() for n in args.agents.split(",") if n.strip()]:
         if name in ORACLES:
             entrants.append(Entrant(name, kind=name))
-        elif name in known:
+        elif name in known or name.startswith(TABLE_PREFIX):
             entrants.append(archetype_entrant(game, name))
         elif Path(name).exists():
             _agent_cli()
@@ -270,7 +270,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table, in_prior=False))
         else:
             raise ValueError(f"{name!r} is neither an archetype of {game} ({', '.join(known)}), "
-                             f"{' nor '.join(ORACLES)}, nor a checkpoint folder")
+                             f"{' nor '.join(ORACLES)}, a table:PATH, nor a checkpoint folder")
     result = round_robin(game, entrants, games=args.games, seed=args.seed)
     output = Path(args.output_dir)
     path = result.save(output / "tournament.json")

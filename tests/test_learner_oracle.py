@@ -1,5 +1,6 @@
 """Exact exploitability of a text policy: the env's prompts at every information state, hand-solved cases."""
 
+import json
 import random
 import re
 
@@ -209,3 +210,31 @@ def test_reflections_are_refused():
 def test_tabular_checks_a_table_missing_states():
     with pytest.raises(ValueError, match="no entry for information state"):
         tabular.nash_conv(pyspiel.load_game("kuhn_poker"), {"0": {0: 1.0}})
+
+
+def test_a_saved_best_response_is_an_opponent_by_its_path(tmp_path, monkeypatch):
+    """``table:PATH`` names a saved table wherever an archetype id goes (the env, evaluations,
+    tournaments): here the best response to the uniform learner, as ``mage exploitability`` saves it."""
+    from mage_envs.opponents.registry import UnknownOpponentError, make_opponent
+    from mage_envs.opponents.table import save_table
+    from mage_envs.tournament import archetype_entrant
+
+    table = tabulate(first_hand_prompts(KUHN, KWARGS), uniform)
+    monkeypatch.chdir(tmp_path)
+    save_table(best_response_opponent("kuhn_poker", table).table, "br.json")
+    name = "table:br.json"
+    assert make_opponent("kuhn_poker", name).table == best_response_opponent("kuhn_poker", table).table
+    played = evaluate(lambda obs, info: info["legal_actions"][0], KUHN, opponents=[name], meta_episodes=12,
+                      env_kwargs=KWARGS, progress=False, oracle=False)
+    assert name in played.opponents
+    entrant = archetype_entrant("kuhn_poker", name)
+    own = {s: seat_table("kuhn_poker", table, s) for s in (0, 1)}
+    gain = -sum(match_value("kuhn_poker", own[s], seat_table("kuhn_poker", entrant.table, 1 - s), s) for s in (0, 1))
+    assert gain == pytest.approx(policy_report("kuhn_poker", table)["nash_conv"], abs=1e-12)
+    with pytest.raises(UnknownOpponentError, match="no policy table at"):
+        make_opponent("kuhn_poker", f"table:{tmp_path / 'missing.json'}")
+    from mage_envs.cli import main
+
+    assert main(["tournament", "--agents", f"nash,{name}", "--games", "2", "--output-dir", "t"]) == 0
+    result = json.loads((tmp_path / "t" / "tournament.json").read_text())
+    assert result["names"] == ["nash", name]

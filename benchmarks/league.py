@@ -114,7 +114,28 @@ def measure_run(folder: Path) -> dict[str, Any]:
             "best_response_value": result["best_response_value"], "deal_known_ceiling": result["instance_optimal_value"],
             "winnable_fraction": winnable,
         }
-    return {"run": folder.name, "iteration": track[-1]["iteration"], "exploitability": track, "against": against}
+    return {"run": folder.name, "iteration": track[-1]["iteration"], "exploitability": track, "against": against,
+            "ratings": ratings(folder / "metrics.jsonl")}
+
+
+def ratings(metrics: Path, every: int = 10) -> list[dict[str, Any]]:
+    """A league run's OpenSkill ordinals (``rating/<member>`` in ``metrics.jsonl``) of the
+    learner and the archetypes every ``every`` iterations (empty for a run without a league).
+
+    Example:
+        >>> import tempfile
+        >>> path = Path(tempfile.mkdtemp()) / "metrics.jsonl"
+        >>> _ = path.write_text('{"iteration": 10, "rating/learner": 26.0, "rating/snapshot-000100": 25.0}\\n')
+        >>> ratings(path)
+        [{'iteration': 10, 'learner': 26.0}]
+    """
+    out = []
+    for line in metrics.read_text().splitlines():
+        row = json.loads(line)
+        if row["iteration"] % every == 0 and "rating/learner" in row:
+            out.append({"iteration": row["iteration"], **{key.split("/", 1)[1]: value for key, value in row.items()
+                                                          if key.startswith("rating/") and "snapshot" not in key}})
+    return out
 
 
 def measure_seed(variant: str, seed: int, default_dir: Path, output_dir: Path) -> Path:
@@ -160,6 +181,11 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
                                                    for s in seeds]
             table["oracles"][name] = {key: runs[seeds[0]]["against"][name][key]
                                       for key in ("best_response_value", "deal_known_ceiling", "winnable_fraction")}
+        rated = [runs[s].get("ratings") for s in seeds]
+        if all(rated):
+            members = [key for key in rated[0][0] if key != "iteration"]
+            row["ratings"] = {"iteration": [point["iteration"] for point in rated[0]], **{
+                member: [mean_ci([r[k][member] for r in rated]) for k in range(len(rated[0]))] for member in members}}
         table["variants"][variant] = row
     if {"default", "league"} <= set(by_variant):
         default, league = by_variant["default"], by_variant["league"]
@@ -173,15 +199,17 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def plot(table: dict[str, Any], path: Path) -> None:
-    """Exploitability over iterations (mean ± 95% CI over seeds) and the return by hand
-    against each of the CFR row's opponents, per variant."""
+    """Exploitability over iterations (mean ± 95% CI over seeds), the return by hand
+    against each of the CFR row's opponents, per variant, and the league's ratings."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
-    fig, axes = plt.subplots(1, 1 + len(OPPONENTS), figsize=(4.2 * (1 + len(OPPONENTS)), 3.4))
+    rated = {variant: row["ratings"] for variant, row in table["variants"].items() if "ratings" in row}
+    panels = 1 + len(OPPONENTS) + len(rated)
+    fig, axes = plt.subplots(1, panels, figsize=(4.2 * panels, 3.4))
     for variant, row in table["variants"].items():
         label = f"{variant} ({len(row['seeds'])} seeds)"
         track = row["exploitability_track"]
@@ -201,6 +229,12 @@ def plot(table: dict[str, Any], path: Path) -> None:
         ax.axhline(oracle["deal_known_ceiling"], ls="--", c="gray", lw=1, label="deal-known ceiling")
         ax.axhline(oracle["best_response_value"], ls=":", c="k", lw=1, label="best response")
         ax.set(title=f"against {name}", xlabel="hand", ylabel="mean return", xticks=[1, 2, 3])
+        ax.legend(fontsize=8)
+    for ax, (variant, track) in zip(axes[1 + len(OPPONENTS):], rated.items()):
+        for member, values in track.items():
+            if member != "iteration":
+                ax.plot(track["iteration"], [m for m, _ in values], label=member)
+        ax.set(title=f"{variant}: OpenSkill ordinal (mean over seeds)", xlabel="iteration", ylabel="ordinal")
         ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)

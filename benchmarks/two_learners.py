@@ -79,8 +79,8 @@ def plot(results: list[dict[str, Any]], summary: dict[str, Any], path: Path) -> 
     ax.plot(summary["iterations"], [m for m, _ in summary["exploitability"]], c="k", lw=2, label="mean")
     ax.axhline(11 / 24, ls=":", c="gray", lw=1, label="uniform random (11/24)")
     ax.set(title="two learners, self-play: first hand's exploitability", xlabel="iteration", ylabel="chips per hand",
-           ylim=(0, None))
-    ax.legend(fontsize=8)
+           ylim=(0, 0.55))
+    ax.legend(fontsize=7, ncol=3, loc="lower left")
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

@@ -169,7 +169,7 @@ def test_the_third_hand_gives_the_exact_returns_by_hand_of_a_memory_reading_agen
         passive = info["legal_actions"][0]
         return bet_name[passive] if rng.random() < rule(observation)[1] else passive
 
-    played = evaluate(sampled, KUHN, opponents=list(population), meta_episodes=3000, seed=5,
+    played = evaluate(sampled, KUHN, opponents=list(population), meta_episodes=1500, seed=5,
                       env_kwargs={**KWARGS, "num_episodes": 3}, progress=False, oracle=False)
     for name in population:
         result = played.opponents[name]

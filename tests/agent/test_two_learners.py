@@ -46,8 +46,14 @@ def test_the_same_seed_repeats_the_run(tmp_path):
     assert all(torch.equal(a, b) for agent in ours for a, b in zip(ours[agent], theirs[agent]))
 
 
-def test_each_learners_turns_carry_its_meta_rewards(tmp_path):
-    run = TwoLearners(_config(tmp_path, "a", exploitability_every=0))
+@pytest.fixture(scope="module")
+def untrained(tmp_path_factory):
+    """Two untrained learners (the tests that use them do not train)."""
+    return TwoLearners(_config(tmp_path_factory.mktemp("untrained"), "run"))
+
+
+def test_each_learners_turns_carry_its_meta_rewards(untrained):
+    run = untrained
     batches = run.runner.collect(run.samplers, [3, 4], 2, run.sampling, seed=0)
     for agent, batch in batches.items():
         assert {t.opponent for t in batch.turns} == {"player_1" if agent == "player_0" else "player_0"}
@@ -62,8 +68,8 @@ def test_each_learners_turns_carry_its_meta_rewards(tmp_path):
     assert batches["player_0"].episode_returns == [[-r for r in rs] for rs in batches["player_1"].episode_returns]
 
 
-def test_the_profile_is_each_learner_in_its_seat(tmp_path):
-    run = TwoLearners(_config(tmp_path, "a"))
+def test_the_profile_is_each_learner_in_its_seat(untrained):
+    run = untrained
     prompts = first_hand_prompts("mage/KuhnPoker-meta-v0", {"reflection": False, "prompt_style": "compact"})
     table = {}
     for seat, trainer in enumerate(run.trainers.values()):

@@ -181,7 +181,7 @@ def summarise(results: list[dict[str, Any]]) -> dict[str, Any]:
                                                    for s in seeds]
             table["oracles"][name] = {key: runs[seeds[0]]["against"][name][key]
                                       for key in ("best_response_value", "deal_known_ceiling", "winnable_fraction")}
-        rated = [runs[s].get("ratings") for s in seeds]
+        rated: list[list[dict[str, Any]]] = [runs[s].get("ratings") or [] for s in seeds]
         if all(rated):
             members = [key for key in rated[0][0] if key != "iteration"]
             row["ratings"] = {"iteration": [point["iteration"] for point in rated[0]], **{

@@ -37,7 +37,7 @@ from .eval_protocol import (
     eval_settings,
 )
 from .evaluation import evaluate
-from .opponents.registry import RESERVED_POPULATION_NAMES, archetype, list_opponents
+from .opponents.registry import RESERVED_POPULATION_NAMES, TABLE_PREFIX, archetype, list_opponents
 from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id, check_env_options
@@ -294,7 +294,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     for name in [n.strip() for n in args.agents.split(",") if n.strip()]:
         if name in ORACLES:
             entrants.append(Entrant(name, kind=name))
-        elif name in known:
+        elif name in known or name.startswith(TABLE_PREFIX):
             entrants.append(archetype_entrant(game, name))
         elif Path(name).exists():
             _agent_cli()
@@ -305,7 +305,7 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table, in_prior=False))
         else:
             raise ValueError(f"{name!r} is neither an archetype of {game} ({', '.join(known)}), "
-                             f"{' nor '.join(ORACLES)}, nor a checkpoint folder")
+                             f"{' nor '.join(ORACLES)}, a table:PATH, nor a checkpoint folder")
     result = round_robin(game, entrants, games=args.games, seed=args.seed)
     output = Path(args.output_dir)
     path = result.save(output / "tournament.json")
@@ -440,8 +440,8 @@ def build_parser() -> argparse.ArgumentParser:
     ex.add_argument("--env-id", "--env", dest="env", default=None, help="environment id (default: the checkpoint's)")
     ex.add_argument("--output-dir", default=None, help="(default: <run folder>/exploitability)")
     ex.add_argument("--later-hands", action="store_true",
-                    help="also hand 2 given the memory of every hand 1 (Kuhn Poker): its exploitability and exact "
-                    "returns by hand per archetype")
+                    help="also hand 2 given the memory of every hand 1, and with repeated deals hand 3 given every "
+                    "reachable pair (Kuhn Poker): their exploitability and exact returns by hand per archetype")
     ex.add_argument("--eval-meta-episodes", type=int, default=0,
                     help="also play that many meta-episodes against best-response-to in the env (default: none)")
     ex.add_argument("--quiet", action="store_true", help="no progress bar")

@@ -1,5 +1,6 @@
 """Exact exploitability of a text policy: the env's prompts at every information state, hand-solved cases."""
 
+import json
 import random
 import re
 
@@ -21,6 +22,7 @@ from mage_envs.oracle.learner import (
     register_best_response,
     seat_table,
     tabulate,
+    third_hand_report,
 )
 from mage_envs.oracle.prompts import PromptWalker, ScriptedOpponent, first_hand_prompts, instance_for
 
@@ -137,6 +139,49 @@ def test_later_hands_give_the_exact_returns_by_hand_of_a_memory_reading_agent():
     assert reach == pytest.approx(1.0, abs=1e-12)
 
 
+def test_the_third_hand_gives_the_exact_returns_by_hand_of_a_memory_reading_agent():
+    """The Queen bets in a later hand only when an earlier one showed the opponent bet or call,
+    and the King checks in hand 3 after a hand 2 it won: the exact returns of hands 1-3 match
+    the real env played out."""
+
+    def rule(observation: str) -> dict[int, float]:
+        key = kuhn_key(observation)
+        memory = observation.split("\n\n")[0] if "Memory" in observation else ""
+        bet = NASH.bet_probability(key)
+        if key[0] == "1":
+            bet = float(("Opponent bets" in memory or "Opponent calls" in memory) and key[1:] in ("", "p"))
+        if key[0] == "2" and "[Episode 2]" in memory and key[1:] in ("", "p"):
+            bet = 0.0 if "win" in memory.split("[Episode 2]")[1] else bet
+        return {0: 1 - bet, 1: bet}
+
+    def scorer(prompts):
+        return [rule(p.observation) for p in prompts]
+
+    walker = PromptWalker(KUHN, {**KWARGS, "num_episodes": 3})
+    first = tabulate(walker.table_prompts(), scorer)
+    population = {"aggressive": 1.0, "intermediate": 1.0}
+    report = third_hand_report(walker, scorer, first, population)
+    second = later_hand_report(walker, scorer, first, population)
+    rng = random.Random(0)
+
+    def sampled(observation, info):
+        bet_name = {"check": "bet", "fold": "call"}
+        passive = info["legal_actions"][0]
+        return bet_name[passive] if rng.random() < rule(observation)[1] else passive
+
+    played = evaluate(sampled, KUHN, opponents=list(population), meta_episodes=1500, seed=5,
+                      env_kwargs={**KWARGS, "num_episodes": 3}, progress=False, oracle=False)
+    for name in population:
+        result = played.opponents[name]
+        exact = report["value_by_hand"][name]
+        assert exact[:2] == pytest.approx(second["value_by_hand"][name], abs=1e-12)
+        for hand in range(3):
+            assert abs(result.mean_return_by_episode[hand] - exact[hand]) < 4 * result.stderr_return_by_episode[hand] + 1e-9
+        assert sum(row["reach"][name] for row in report["by_history"]) == pytest.approx(1.0, abs=1e-12)
+    assert report["value_by_hand"]["intermediate"][2] != pytest.approx(report["value_by_hand"]["intermediate"][1])
+    assert all(len(row["histories"]) == 2 for row in report["by_history"])
+
+
 def test_best_response_opponent_gains_the_nash_conv():
     table = tabulate(first_hand_prompts(KUHN, KWARGS), uniform)
     br = best_response_opponent("kuhn_poker", table)
@@ -165,3 +210,31 @@ def test_reflections_are_refused():
 def test_tabular_checks_a_table_missing_states():
     with pytest.raises(ValueError, match="no entry for information state"):
         tabular.nash_conv(pyspiel.load_game("kuhn_poker"), {"0": {0: 1.0}})
+
+
+def test_a_saved_best_response_is_an_opponent_by_its_path(tmp_path, monkeypatch):
+    """``table:PATH`` names a saved table wherever an archetype id goes (the env, evaluations,
+    tournaments): here the best response to the uniform learner, as ``mage exploitability`` saves it."""
+    from mage_envs.opponents.registry import UnknownOpponentError, make_opponent
+    from mage_envs.opponents.table import save_table
+    from mage_envs.tournament import archetype_entrant
+
+    table = tabulate(first_hand_prompts(KUHN, KWARGS), uniform)
+    monkeypatch.chdir(tmp_path)
+    save_table(best_response_opponent("kuhn_poker", table).table, "br.json")
+    name = "table:br.json"
+    assert make_opponent("kuhn_poker", name).table == best_response_opponent("kuhn_poker", table).table
+    played = evaluate(lambda obs, info: info["legal_actions"][0], KUHN, opponents=[name], meta_episodes=12,
+                      env_kwargs=KWARGS, progress=False, oracle=False)
+    assert name in played.opponents
+    entrant = archetype_entrant("kuhn_poker", name)
+    own = {s: seat_table("kuhn_poker", table, s) for s in (0, 1)}
+    gain = -sum(match_value("kuhn_poker", own[s], seat_table("kuhn_poker", entrant.table, 1 - s), s) for s in (0, 1))
+    assert gain == pytest.approx(policy_report("kuhn_poker", table)["nash_conv"], abs=1e-12)
+    with pytest.raises(UnknownOpponentError, match="no policy table at"):
+        make_opponent("kuhn_poker", f"table:{tmp_path / 'missing.json'}")
+    from mage_envs.cli import main
+
+    assert main(["tournament", "--agents", f"nash,{name}", "--games", "2", "--output-dir", "t"]) == 0
+    result = json.loads((tmp_path / "t" / "tournament.json").read_text())
+    assert result["names"] == ["nash", name]

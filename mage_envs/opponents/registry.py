@@ -27,11 +27,13 @@ import difflib
 import functools
 import warnings
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Iterable
 
 from ..core.entry_points import load_entry_point
 from ..facts import load_game
 from .base import Archetype, Opponent, OpponentFactory, Split
+from .table import TableOpponent, load_table
 
 __all__ = [
     "BUILTIN_TABLES",
@@ -137,15 +139,24 @@ class UnknownOpponentError(KeyError, ValueError):
         return str(self.args[0])
 
 
+#: The prefix of an opponent id that names a saved policy table: ``table:PATH``, a JSON file
+#: of :func:`~mage_envs.opponents.table.save_table` (``mage exploitability`` writes the
+#: learner's ``policy.json`` and its ``best_response.json``, the ``best-response-to`` archetype).
+TABLE_PREFIX = "table:"
+
+
 def archetype(game: str, name: str) -> ArchetypeSpec:
-    """The spec of a registered archetype; an unknown name raises
-    :class:`UnknownOpponentError` with the closest registered names.
+    """The spec of a registered archetype, or of the saved table ``table:PATH`` names (a
+    held-out opponent that plays it); an unknown name raises :class:`UnknownOpponentError`
+    with the closest registered names.
 
     Example:
         >>> archetype("kuhn_poker", "agressive")
         Traceback (most recent call last):
         mage_envs.opponents.registry.UnknownOpponentError: no opponent 'agressive' for game 'kuhn_poker' (did you mean 'aggressive'?); known: aggressive, bluffer, calling-station, cfr-argmax, conservative, intermediate, maniac, nash, random
     """
+    if name.startswith(TABLE_PREFIX):
+        return _table_spec(game, name)
     _load_builtin()
     if game not in _REGISTRY:
         raise UnknownOpponentError(f"no opponents are registered for game {game!r}{_closest(game, _REGISTRY)}; "
@@ -156,6 +167,16 @@ def archetype(game: str, name: str) -> ArchetypeSpec:
         known = ", ".join(sorted(_REGISTRY[game])) or "none"
         raise UnknownOpponentError(f"no opponent {name!r} for game {game!r}{_closest(name, _REGISTRY[game])}; "
                                    f"known: {known}") from None
+
+
+def _table_spec(game: str, name: str) -> ArchetypeSpec:
+    """The spec of ``table:PATH``: a :class:`~mage_envs.opponents.table.TableOpponent` of the file's table."""
+    path = Path(name[len(TABLE_PREFIX):])
+    if not path.is_file():
+        raise UnknownOpponentError(f"opponent {name!r}: no policy table at {path} (mage exploitability writes "
+                                   "policy.json and best_response.json)")
+    table = load_table(path)
+    return ArchetypeSpec(game, name, lambda _: TableOpponent(name, table), "heldout", f"the policy table in {path}")
 
 
 def _closest(word: str, names: Iterable[str]) -> str:

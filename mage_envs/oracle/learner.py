@@ -11,6 +11,8 @@ OpenSpiel does the rest:
   first hand (Kuhn Poker: every chance event comes before the betting): its exploitability
   and value, and their expectations over the first hands each archetype leads to, which
   are the exact expected returns of hands 1 and 2;
+* :func:`third_hand_report` — the same for the third hand of a repeated deal, given the
+  memory of every reachable pair of earlier hands;
 * :func:`best_response_opponent` / :func:`register_best_response` — the best response to
   the table as an opponent archetype (``best-response-to``).
 
@@ -42,6 +44,7 @@ from .result import seats
 __all__ = [
     "BEST_RESPONSE_NAME", "archetype_table", "best_response_opponent", "first_hand_prompts", "later_hand_report",
     "match_value", "policy_report", "register_best_response", "seat_keys", "seat_table", "tabulate",
+    "third_hand_report",
 ]
 
 #: The archetype id of the best response to a learner's table.
@@ -158,6 +161,64 @@ def later_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, 
                                          {o: [first_value[o], second_value[o]] for o in population}.items()) / weight
                                      for i in (0, 1)],
         "population_exploitability": sum(population[o] * second_expl[o] for o in population) / weight,
+        "by_history": rows,
+    }
+
+
+def third_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, Mapping[int, float]],
+                      population: Mapping[str, float], seat: Seat = "random") -> dict[str, Any]:
+    """The third hand of a repeated deal, given the memory of each pair of earlier hands.
+
+    For every seat ``s`` and pair of terminal histories ``(h1, h2)`` of the same deal, the
+    second hand's policy is tabulated given ``h1`` and the third's given ``h1`` and ``h2``;
+    ``reach[o]`` is the probability of ``(s, h1, h2)`` when the learner meets archetype ``o``
+    (its first hand ``first``, its second the table given ``h1``). The expectations per
+    archetype are the exact expected returns of hands 1 to 3 (``value_by_hand``) and the
+    expected exploitability of hand 3; ``by_history`` holds every pair that any archetype
+    reaches. Kuhn Poker only, as :func:`later_hand_report`.
+    """
+    game, game_string = walker.game, walker.game_string
+    histories = terminal_histories(game)
+    if any(_late_chance(game, h) for h in histories):
+        raise ValueError(f"later hands are analysed for games dealt before the first move (Kuhn Poker), not "
+                         f"{game_string}: its public card comes after the first betting round")
+    played = seats(seat)
+    deal = {tuple(h): tuple(_dealt(game, h).history()) for h in histories}
+    firsts = [(s, h) for s in played for h in histories]
+    triples = [(s, h1, h2) for s, h1 in firsts for h2 in histories if deal[tuple(h2)] == deal[tuple(h1)]]
+    second_prompts = [walker.table_prompts([(s, h)]) for s, h in firsts]
+    third_prompts = [walker.table_prompts([(s, h1), (s, h2)]) for s, h1, h2 in triples]
+    scored = iter(scorer([p for block in second_prompts + third_prompts for p in block]))
+    second = {(s, tuple(h)): {p.key: next(scored) for p in block} for (s, h), block in zip(firsts, second_prompts)}
+    opponents = {name: {s: archetype_table(game_string, name, 1 - s) for s in (0, 1)} for name in population}
+    value = {o: [0.0, 0.0, 0.0] for o in population}
+    expected_exploitability = dict.fromkeys(population, 0.0)
+    rows = []
+    for (s, h1, h2), block in zip(triples, third_prompts):
+        table = {p.key: next(scored) for p in block}
+        earlier = second[s, tuple(h1)]
+        dealt = _dealt(game, h1)
+        chance = _reach(game, {}, {}, s, deal[tuple(h1)])   # the deal's probability: chance moves only
+        reach = {o: _reach(game, first, opponents[o][s], s, h1) * _reach(game, earlier, opponents[o][s], s, h2)
+                 / chance / len(played) for o in population}
+        if not any(reach.values()):
+            continue
+        exploitability = tabular.exploitability(game, table)
+        own = [seat_table(game_string, t, s) for t in (first, earlier, table)]
+        values = [{o: match_value(game_string, own[k], opponents[o][s], s, dealt) for o in population} for k in range(3)]
+        for o in population:
+            for k in range(3):
+                value[o][k] += reach[o] * values[k][o]
+            expected_exploitability[o] += reach[o] * exploitability
+        rows.append({"seat": s, "histories": [h1, h2], "exploitability": exploitability, "value": values[2],
+                     "reach": reach})
+    weight = sum(population.values())
+    return {
+        "hand": 3,
+        "value_by_hand": value,
+        "exploitability": expected_exploitability,
+        "population_value_by_hand": [sum(population[o] * value[o][k] for o in population) / weight for k in range(3)],
+        "population_exploitability": sum(population[o] * expected_exploitability[o] for o in population) / weight,
         "by_history": rows,
     }
 

@@ -127,6 +127,8 @@ class TextGameAEC(AECEnv, EzPickle):
         reward_scale: multiplies every payoff.
         accept_bare: accept an answer that is exactly a legal action without tags.
         max_cycles: truncate the game after this many turns (a complete game is shorter).
+        prompt_style: ``"full"`` or ``"compact"`` (no rules text, for small models), as in
+            :class:`~mage_envs.games.text.GameText`.
         render_mode: ``None``, ``"ansi"`` (``render()`` returns the selected agent's
             prompt) or ``"human"`` (prints it at every step).
 
@@ -153,6 +155,7 @@ class TextGameAEC(AECEnv, EzPickle):
         accept_bare: bool = True,
         max_cycles: int = 100,
         render_mode: str | None = None,
+        prompt_style: str = "full",
     ) -> None:
         EzPickle.__init__(
             self,
@@ -161,6 +164,7 @@ class TextGameAEC(AECEnv, EzPickle):
             accept_bare=accept_bare,
             max_cycles=max_cycles,
             render_mode=render_mode,
+            prompt_style=prompt_style,
         )
         super().__init__()
         if render_mode not in (None, *self.metadata["render_modes"]):
@@ -169,7 +173,7 @@ class TextGameAEC(AECEnv, EzPickle):
             raise ValueError(f"max_cycles must be a positive integer, got {max_cycles!r}")
         self.reward_scale = checked_reward_scale(reward_scale)
         self.invalid_policy = InvalidActionPolicy.from_spec(invalid_action)
-        self.text = self.text_env.text_class(accept_bare=accept_bare)
+        self.text = self.text_env.text_class(accept_bare=accept_bare, prompt_style=prompt_style)
         self.game = self.text.game
         self.max_cycles = max_cycles
         self.render_mode = render_mode

@@ -106,6 +106,15 @@ def policy_report(game_string: str, table: Mapping[str, Mapping[int, float]],
     }
 
 
+def _dealt_first_histories(game: pyspiel.Game, game_string: str) -> list[list[int]]:
+    """The terminal histories of ``game``, refused for a game with chance after the first move."""
+    histories = terminal_histories(game)
+    if any(_late_chance(game, h) for h in histories):
+        raise ValueError(f"later hands are analysed for games dealt before the first move (Kuhn Poker), not "
+                         f"{game_string}: its public card comes after the first betting round")
+    return histories
+
+
 def later_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, Mapping[int, float]],
                       population: Mapping[str, float], seat: Seat = "random",
                       repeat_instance: bool = True) -> dict[str, Any]:
@@ -123,10 +132,7 @@ def later_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, 
     public cards would make a repeated deal's value depend on what hand 1 did not show.
     """
     game, game_string = walker.game, walker.game_string
-    histories = terminal_histories(game)
-    if any(_late_chance(game, h) for h in histories):
-        raise ValueError(f"later hands are analysed for games dealt before the first move (Kuhn Poker), not "
-                         f"{game_string}: its public card comes after the first betting round")
+    histories = _dealt_first_histories(game, game_string)
     played = seats(seat)
     cases = [(s, h) for s in played for h in histories]
     prompts = [walker.table_prompts([(s, h)]) for s, h in cases]
@@ -178,10 +184,7 @@ def third_hand_report(walker: PromptWalker, scorer: Scorer, first: Mapping[str, 
     reaches. Kuhn Poker only, as :func:`later_hand_report`.
     """
     game, game_string = walker.game, walker.game_string
-    histories = terminal_histories(game)
-    if any(_late_chance(game, h) for h in histories):
-        raise ValueError(f"later hands are analysed for games dealt before the first move (Kuhn Poker), not "
-                         f"{game_string}: its public card comes after the first betting round")
+    histories = _dealt_first_histories(game, game_string)
     played = seats(seat)
     deal = {tuple(h): tuple(_dealt(game, h).history()) for h in histories}
     firsts = [(s, h) for s in played for h in histories]

@@ -144,13 +144,14 @@ class FrozenTrunk:
         return torch.stack(out)
 
 
-def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
-                     full_batch: bool = False, top_layers: int = 0) -> tuple[list[float], dict[tuple, float]]:
+def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int, full_batch: bool = False,
+                     top_layers: int = 0, cosine: bool = False) -> tuple[list[float], dict[tuple, float]]:
     """Cross-entropy on the oracle's action token among the legal action tokens: on
     ``batch`` turns drawn at random per step, or (``full_batch``) on every distinct turn,
     weighted by how often it occurs (the same expected loss, for a model slow per row), in
     micro-batches sized to the trainer's activation budget; with an adapter on the
-    ``top_layers`` last layers only, through a :class:`FrozenTrunk`. Also returns the
+    ``top_layers`` last layers only, through a :class:`FrozenTrunk`; ``cosine``: the
+    learning rate decays from ``lr`` to zero over the steps. Also returns the
     log-probability of the oracle action per distinct turn after the last step."""
     from mage_agent.memory import default_token_budget, micro_batches
 
@@ -182,6 +183,7 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
         print(f"frozen trunk: {len(prompts)} prompts below layer {trunk.split}; "
               f"max |log-prob - scorer's| {float((mine - theirs).abs().max()):.2e}")
     optimizer = torch.optim.AdamW(policy.trainable_parameters(), lr=lr)
+    schedule = torch.optim.lr_scheduler.CosineAnnealingLR(optimizer, steps) if cosine else None
     losses = []
     for _ in tqdm(range(steps), desc="supervised", mininterval=10):
         optimizer.zero_grad()
@@ -196,6 +198,8 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
             loss.backward()
             loss_value = loss.item()
         optimizer.step()
+        if schedule is not None:
+            schedule.step()
         losses.append(loss_value)
     with torch.no_grad():   # every distinct turn, scored after the last step
         final = torch.cat([score(part) for part in parts]).tolist()
@@ -222,6 +226,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=400)
     parser.add_argument("--batch", type=int, default=64)
     parser.add_argument("--learning-rate", type=float, default=3e-3)
+    parser.add_argument("--cosine", action="store_true", help="decay the learning rate to zero over the steps")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--probe", choices=list(PROBES), default="bet-then-passive",
                         help="repeated deals: the early hands' play")
@@ -267,7 +272,8 @@ def main() -> None:
     ambiguous = sum(len(actions) > 1 for actions in labels.values())
     started = time.perf_counter()
     losses, last = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed,
-                                    args.full_batch, config.model.lora_top_layers if config.model.lora else 0)
+                                    args.full_batch, config.model.lora_top_layers if config.model.lora else 0,
+                                    args.cosine)
     training_seconds = time.perf_counter() - started
     if args.save_adapter:
         policy.model.save_pretrained(args.save_adapter)

@@ -242,7 +242,7 @@ def test_capacity_with_an_adapter_on_the_top_layer_scores_through_the_frozen_tru
     output = tmp_path / "capacity.json"
     done = subprocess.run([sys.executable, str(SCRIPT.parent / "capacity.py"), "--steps", "3", "--batch", "8",
                            "--meta-episodes", "12", "--eval-meta-episodes", "12", "--set", "lora=true",
-                           "--set", "lora_top_layers=1", "--set", 'dtype="float32"', "--output", str(output)],
+                           "--set", "lora_top_layers=1", "--set", 'dtype="float32"', "--cosine", "--output", str(output)],
                           capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-3000:]
     gap = float(done.stdout.split("max |log-prob - scorer's| ")[1].split()[0])

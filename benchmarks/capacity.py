@@ -102,7 +102,8 @@ def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tupl
 class FrozenTrunk:
     """For an adapter on the last layers only (``lora_top_layers``): the hidden states below
     it, computed once per prompt (no adapter there, so they never change), and the action
-    log-probabilities from the adapted layers on top. The same values as ``policy.completion_logprobs`` at a fraction of a step's cost."""
+    log-probabilities from the adapted layers on top. The same values as
+    ``policy.completion_logprobs`` at a fraction of a step's cost."""
 
     def __init__(self, policy, prompts: list[list[int]], top_layers: int) -> None:
         from mage_agent.policy import base_model
@@ -131,6 +132,8 @@ class FrozenTrunk:
         """log p(targets[i] | prompts[i]) among ``allowed[i]`` for each row i in ``chosen``,
         the rows right-padded into one batch (causal attention: padding after a row's last
         token never reaches it)."""
+        from mage_agent.policy import head_logits
+
         width = max(len(prompts[i]) for i in chosen)
         hidden = torch.zeros((len(chosen), width, self.states[chosen[0]].shape[-1]), dtype=self.states[0].dtype)
         for row, i in enumerate(chosen):
@@ -139,7 +142,7 @@ class FrozenTrunk:
         last = self.lm.model.norm(hidden[torch.arange(len(chosen)), [len(prompts[i]) - 1 for i in chosen]])
         out = []
         for row, i in enumerate(chosen):
-            logits = self.lm.lm_head.weight[allowed[i]] @ last[row]
+            logits = head_logits(self.lm, last[row:row + 1], torch.tensor(allowed[i]))[0]
             out.append(torch.log_softmax(logits.float(), dim=0)[allowed[i].index(targets[i])])
         return torch.stack(out)
 
@@ -163,6 +166,7 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     prompts = policy.encode_prompts([r[0] for r in unique])
     allowed = [policy.single_token_ids(r[1]) for r in unique]
     targets = [policy.single_token_ids([r[2]]) for r in unique]
+    target_ids = [t[0] for t in targets]
     weights = torch.tensor([distinct[r] for r in unique], dtype=torch.float32)
     weights /= weights.sum()
     budget = default_token_budget(policy.model.config, next(policy.model.parameters()).element_size())
@@ -171,7 +175,7 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
 
     def score(chosen: list[int], through_trunk: bool = True) -> torch.Tensor:
         if trunk is not None and through_trunk:
-            return trunk.logprobs(prompts, chosen, [t[0] for t in targets], allowed)
+            return trunk.logprobs(prompts, chosen, target_ids, allowed)
         logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
                                                     allowed_ids=[allowed[i] for i in chosen])
         return logprobs[:, 0]

@@ -34,7 +34,7 @@ import tempfile
 import time
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import gymnasium as gym
 import numpy as np
@@ -106,9 +106,11 @@ class FrozenTrunk:
     ``policy.completion_logprobs`` at a fraction of a step's cost."""
 
     def __init__(self, policy, prompts: list[list[int]], top_layers: int) -> None:
+        from transformers import LlamaForCausalLM
+
         from mage_agent.policy import base_model
 
-        self.lm = base_model(policy.model)
+        self.lm = cast(LlamaForCausalLM, base_model(policy.model))   # Llama-family layers are run below
         if self.lm.dtype != torch.float32:   # transformers' layers would add the adapters' updates in low precision
             raise ValueError(f"the frozen trunk runs transformers' own layers: load the model in float32 "
                              f"(--set 'dtype=\"float32\"'), not {self.lm.dtype}")

@@ -519,3 +519,36 @@ def test_meta_replays_the_same_level_and_rewards_follow_the_mode(mode: str) -> N
         assert paid == pytest.approx([returns[-1]]) and rewards[-1] == pytest.approx(returns[-1])
     else:
         assert paid == pytest.approx(returns)
+
+
+def test_spatial_hints_say_what_the_board_shows() -> None:
+    env = SokobanEnv(levels=["######\n#@$ .#\n#    #\n######"], spatial_hints=True, max_steps=20)
+    obs, _ = env.reset(seed=0)
+    hint = ("Around you: up wall, down floor, left wall, right box. "
+            "A box is down 0 right 1 from you; the nearest free goal is down 0 right 2 from it.")
+    assert f"You (@) are at row 2, column 2.\n{hint}\n" in obs
+    obs, *_ = env.step("down")
+    assert "Around you: up floor, down wall, left wall, right floor. A box is up 1 right 1 from you;" in obs
+    assert "Around you" not in SokobanEnv(levels=["######\n#@$ .#\n#    #\n######"]).reset(seed=0)[0]
+
+
+def test_spatial_hints_name_each_box_off_a_goal_and_the_nearest_free_goal() -> None:
+    env = SokobanEnv(levels=["#######\n#@$*  #\n#  .$.#\n#######"], spatial_hints=True)
+    obs, _ = env.reset(seed=0)
+    line = next(line for line in obs.splitlines() if line.startswith("Around you"))
+    # the box on its goal is not named; the second box is as near to both free goals and
+    # points at the first in reading order
+    assert line == ("Around you: up wall, down floor, left wall, right box. "
+                    "A box is down 0 right 1 from you; the nearest free goal is down 1 right 1 from it. "
+                    "A box is down 1 right 3 from you; the nearest free goal is down 0 left 1 from it.")
+
+
+@pytest.mark.parametrize("width, height, boxes", [(6, 6, 1), (7, 7, 2), (10, 9, 3)])
+def test_spatial_hints_stay_in_the_observation_space(width: int, height: int, boxes: int) -> None:
+    rng = random.Random(width)
+    env = SokobanEnv(width=width, height=height, num_boxes=boxes, max_steps=200, history_length=25,
+                     spatial_hints=True)
+    obs, _ = env.reset(seed=width)
+    seen = [obs] + [obs for obs, *_ in play(env, [random_answer(rng) for _ in range(120)])]
+    assert all(env.observation_space.contains(o) and not o.endswith("[...]") for o in seen)
+    assert all("Around you:" in o for o in seen[:-1])

@@ -54,7 +54,7 @@ from ..base import TextTaskEnv, check_settings, label_room
 from .generator import generate_level
 from .level import DIRECTIONS, Level, parse_xsb
 from .solver import solve
-from .text import action_block, board_block, episode_summary, history_block, observation_budget, rules
+from .text import action_block, board_block, episode_summary, history_block, observation_budget, rules, spatial_hints
 
 STEP_REWARD = -0.1
 BOX_ON_GOAL_REWARD = 1.0
@@ -86,6 +86,12 @@ class SokobanEnv(TextTaskEnv):
             not used).
         render_mode: ``None`` or ``"ansi"``.
         action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
+        spatial_hints: add a line under the board saying what lies next to the player in
+            each direction and, per box off a goal, its offset from the player and the
+            nearest free goal's offset from it (``Around you: up wall, ... A box is down 1
+            right 0 from you; ...``): the board in words, for a model that cannot read
+            positions off the XSB grid (the embedded tiny model cannot: see
+            docs/training.md). Off by default, as gym-sokoban shows only the grid.
     """
 
     task_name: ClassVar[str] = "Sokoban"
@@ -103,6 +109,7 @@ class SokobanEnv(TextTaskEnv):
         render_mode: str | None = None,
         action_labels: str = "none",
         instance_split: str = "all",
+        spatial_hints: bool = False,
     ) -> None:
         check_settings(render_mode, ("width", width, 5), ("height", height, 5), ("num_boxes", num_boxes, 1),
                        ("max_steps", max_steps, 1), ("history_length", history_length, 1))
@@ -114,12 +121,15 @@ class SokobanEnv(TextTaskEnv):
         if self.levels is not None and any(level.solved for level in self.levels):
             raise ValueError("every level in levels must start with a box off its goal")
         self.width, self.height, self.num_boxes = int(width), int(height), int(num_boxes)
+        self.spatial_hints = bool(spatial_hints)
         super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
                          instance_split)
         if self.levels is not None:
             width = max(level.board.width for level in self.levels)
             height = max(level.board.height for level in self.levels)
-        budget = observation_budget(width, height, self.max_steps, self.history_length) + label_room(action_labels)
+        boxes = max(len(level.boxes) for level in self.levels) if self.levels is not None else self.num_boxes
+        budget = (observation_budget(width, height, self.max_steps, self.history_length,
+                                     boxes if self.spatial_hints else 0) + label_room(action_labels))
         self.observation_space: spaces.Text = text_space(budget)
         self._rules = rules(self.max_steps)
         self._level: Level | None = None
@@ -199,6 +209,7 @@ class SokobanEnv(TextTaskEnv):
             self._rules,
             "",
             board_block(self._board(), self._steps, self.max_steps),
+            *([spatial_hints(self._board())] if self.spatial_hints else []),
             "",
             history_block(self._history, self.history_length),
             "",

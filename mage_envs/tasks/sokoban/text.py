@@ -32,6 +32,9 @@ Legend: # wall, @ you, + you on a goal, $ box, * box on a goal, . goal, (space) 
 ANSWER_FORMAT = answer_instruction("up", think=True)
 #: The longest history line, less the digits of the step number.
 _LONGEST_HISTORY_LINE = "- step : right: pushed a box off a goal"
+#: The longest spatial hints, less the digits of the offsets.
+_LONGEST_AROUND = len("Around you: up floor, down floor, left floor, right floor. ")
+_LONGEST_BOX_HINT = len("A box is down  right  from you; the nearest free goal is down  right  from it. ")
 #: Room for the status lines, a retry notice (clipped answers are at most 64 characters)
 #: and the end-of-episode sentence, besides the rules, board and history.
 FIXED_BUDGET = 720
@@ -50,6 +53,43 @@ def board_block(level: Level, steps: int, max_steps: int) -> str:
         f"{level.to_xsb()}\n"
         f"You (@) are at row {row}, column {column}."
     )
+
+
+_CELL_NAMES = ("floor", "goal", "box", "box")   # indexed by 2 * box + goal
+
+
+def _offset(source: tuple[int, int], target: tuple[int, int]) -> str:
+    """``"down 1 right 0"``: where ``target`` lies from ``source``, rows first."""
+    rows, columns = target[0] - source[0], target[1] - source[1]
+    return f"{'down' if rows >= 0 else 'up'} {abs(rows)} {'right' if columns >= 0 else 'left'} {abs(columns)}"
+
+
+def spatial_hints(level: Level) -> str:
+    """What the board shows, in words a model without a picture of the grid can use: what
+    lies next to the player in each direction, and for every box off a goal its offset from
+    the player and the offset of the nearest free goal (no box on it; the first in reading
+    order on a tie) from the box.
+
+    Example:
+        >>> from mage_envs.tasks.sokoban.level import parse_xsb
+        >>> print(spatial_hints(parse_xsb("######\\n#@$ .#\\n######")))
+        Around you: up wall, down wall, left wall, right box. A box is down 0 right 1 from you; the nearest free goal is down 0 right 2 from it.
+    """
+    board = level.board
+    around = []
+    for direction, steps in zip(DIRECTIONS, board.neighbours):
+        cell = steps[level.player]
+        name = "wall" if cell < 0 else _CELL_NAMES[2 * (cell in level.boxes) + (cell in board.goals)]
+        around.append(f"{direction} {name}")
+    me = board.coordinates(level.player)
+    free = sorted(board.goals - level.boxes)
+    lines = [f"Around you: {', '.join(around)}."]
+    for box in sorted(level.boxes - board.goals):
+        at = board.coordinates(box)
+        goal = min(free, key=lambda g: abs(board.coordinates(g)[0] - at[0]) + abs(board.coordinates(g)[1] - at[1]))
+        lines.append(f"A box is {_offset(me, at)} from you; the nearest free goal is "
+                     f"{_offset(at, board.coordinates(goal))} from it.")
+    return " ".join(lines)
 
 
 def history_block(history: list[str], limit: int) -> str:
@@ -111,7 +151,9 @@ def episode_summary(moves: Sequence[str], level: Level) -> str:
     return f"{head} Boxes ended at {boxes}. Moves: {run_lengths(moves) or 'none'}."
 
 
-def observation_budget(width: int, height: int, max_steps: int, history_length: int) -> int:
-    """An upper bound on the prompt length for a room of ``width`` x ``height`` cells."""
+def observation_budget(width: int, height: int, max_steps: int, history_length: int, boxes: int = 0) -> int:
+    """An upper bound on the prompt length for a room of ``width`` x ``height`` cells, with
+    room for the spatial hints of ``boxes`` boxes (0: no hints)."""
     history_line = len(_LONGEST_HISTORY_LINE) + len(str(max_steps)) + 1
-    return len(rules(max_steps)) + height * (width + 1) + history_length * history_line + FIXED_BUDGET
+    hints = (_LONGEST_AROUND + boxes * (_LONGEST_BOX_HINT + 2 * len(str(max(width, height))))) if boxes else 0
+    return len(rules(max_steps)) + height * (width + 1) + history_length * history_line + hints + FIXED_BUDGET

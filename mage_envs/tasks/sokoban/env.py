@@ -86,7 +86,7 @@ class SokobanEnv(TextTaskEnv):
             not used).
         render_mode: ``None`` or ``"ansi"``.
         action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
-        spatial_hints: add a line under the board saying what lies next to the player in
+        spatial_hints: add a line above the legal actions saying what lies next to the player in
             each direction and, per box off a goal, its offset from the player and the
             nearest free goal's offset from it (``Around you: up wall, ... A box is down 1
             right 0 from you; ...``): the board in words, for a model that cannot read
@@ -209,10 +209,10 @@ class SokobanEnv(TextTaskEnv):
             self._rules,
             "",
             board_block(self._board(), self._steps, self.max_steps),
-            *([spatial_hints(self._board())] if self.spatial_hints else []),
             "",
             history_block(self._history, self.history_length),
             "",
+            *([spatial_hints(self._board())] if self.spatial_hints and self._outcome is None else []),
         ]
         if self._outcome is None:
             parts.append(action_block(notice, self._listed_actions(), self._label_note()))

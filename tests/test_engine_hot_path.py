@@ -161,3 +161,30 @@ def test_a_table_opponent_plays_as_the_archetype_with_its_table():
                 _, info = env.reset()
         runs.append(trace)
     assert runs[0] == runs[1]
+
+
+def test_a_view_is_kept_from_its_second_showing_on():
+    """The first showing of a history computes its view without keeping it; the second keeps
+    it, and later showings return that very object."""
+    env = KuhnPokerEnv(opponent="random", seat=0)
+    env.reset(seed=0)
+    shown = []
+    for _ in range(3):
+        obs, _ = env.reset(options={"instance": 8})  # the same deal and seat: the same first node
+        shown.append((obs, env._node.view))
+    assert shown[0][1] is False                      # shown once: not kept
+    assert shown[1][1] is env._shown                 # shown twice: kept
+    assert shown[2][1] is shown[1][1] and shown[0][0] == shown[1][0] == shown[2][0]
+
+
+def test_random_tic_tac_toe_keeps_few_views():
+    """Most histories of random Tic-Tac-Toe games are shown once: their prompts are not kept."""
+    env, rng = TicTacToeEnv(opponent="random"), random.Random(0)
+    _, info = env.reset(seed=0)
+    for _ in range(3000):
+        _, _, terminated, _, info = env.step(rng.choice(info["legal_actions"]))
+        if terminated:
+            _, info = env.reset()
+    nodes = list(env._history._nodes.values())
+    kept = sum(1 for node in nodes if node.view)
+    assert 0 < kept < 0.2 * len(nodes)

@@ -356,20 +356,18 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if options:
             opponent_id, instance = options.get("opponent"), options.get("instance")
         # the opponent is drawn before the instance
-        self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
-        self._instance = draws.getrandbits(63) if instance is None else int(instance)
-        opponent = self._opponents.get(self._opponent_id)
+        opponent_id = self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
+        instance = self._instance = draws.getrandbits(63) if instance is None else int(instance)
+        opponent = self._opponents.get(opponent_id)
         if opponent is None:
-            opponent = self._opponent_for(self._opponent_id)
+            opponent = self._opponent_for(opponent_id)
         self._opponent = opponent
         opponent.reset(self._rng)
-        if self.seat_option == "random":
-            self._seat = self._instance & 1
-        else:
-            self._seat = int(self.seat_option)
+        seat_option = self.seat_option
+        self._seat = instance & 1 if seat_option == "random" else int(seat_option)
         self._actions, self._live = [], None
         self._enter_root()
-        self._chance = splitmix64(self._instance)  # the state of the instance's ChanceStream
+        self._chance = splitmix64(instance)  # the state of the instance's ChanceStream
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
         self._forfeited = False
@@ -448,19 +446,19 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         move table of a stationary opponent are inlined: this loop is most of a step."""
         seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
         stationary = self._opponent.stationary
-        node = self._node
+        node, key = self._node, self._key
         while True:
             if action is not None:
-                key = self._key * base + action + 1
+                key = key * base + action + 1
                 child = get(key)
                 if child is None:
                     child = self._grow(key, action)
                 else:
                     self._actions.append(action)  # type: ignore[union-attr]  # set at reset
-                self._key = key
                 node = self._node = child
             player = node.player
             if player == seat or node.terminal:
+                self._key = key
                 view = node.view
                 if not view:  # None: never shown; False: shown once, not kept
                     shown = self._new_view(player != seat)

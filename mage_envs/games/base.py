@@ -173,7 +173,7 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         (read from the live state before the action is applied)."""
         parent, state = self._node, self._state
         trail = self.text.trail(state, parent.player, action, self._seat, parent.trail)
-        return self._history.add(key, GameNode(self._apply(action), self._seat, trail))
+        return self._history.add(key, GameNode(self._apply(state, action), self._seat, trail))
 
     # ------------------------------------------------------------------ introspection
     def legal_action_names(self) -> Sequence[str]:

@@ -417,10 +417,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._actions.append(action)  # type: ignore[union-attr]  # set at reset
         self._key, self._node = key, node
 
-    def _apply(self, action: int) -> Any:
-        """Apply ``action`` to the live state (brought up to date first) and record it; the
-        live state after it."""
-        state = self._state
+    def _apply(self, state: Any, action: int) -> Any:
+        """Apply ``action`` to the live ``state`` (``self._state``, read by the caller) and
+        record it; the live state after it."""
         state.apply_action(action)
         self._actions.append(action)  # type: ignore[union-attr]  # set at reset
         self._applied += 1
@@ -429,7 +428,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _grow(self, key: int, action: int) -> GameNode:
         """Play ``action``, not played from this history before (:meth:`_apply`), and add its
         node at ``key``."""
-        return self._history.add(key, GameNode(self._apply(action), self._seat))
+        return self._history.add(key, GameNode(self._apply(self._state, action), self._seat))
 
     def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
         """Add the node of the live state at ``key`` (the current node lives on in

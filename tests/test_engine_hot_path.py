@@ -163,18 +163,19 @@ def test_a_table_opponent_plays_as_the_archetype_with_its_table():
     assert runs[0] == runs[1]
 
 
-def test_a_view_is_kept_from_its_second_showing_on():
-    """The first showing of a history computes its view without keeping it; the second keeps
-    it, and later showings return that very object."""
-    env = KuhnPokerEnv(opponent="random", seat=0)
-    env.reset(seed=0)
+@pytest.mark.parametrize("cls, kept_from", [(KuhnPokerEnv, 1), (TicTacToeEnv, 2)])
+def test_a_view_is_kept_from_its_first_or_second_showing(cls, kept_from):
+    """Kuhn keeps a history's view at its first showing; Tic-Tac-Toe (``keep_first_view =
+    False``) computes it without keeping it the first time and keeps it the second. Later
+    showings return that very object."""
+    env = cls(opponent="random", seat=0)
     shown = []
-    for _ in range(3):
-        obs, _ = env.reset(options={"instance": 8})  # the same deal and seat: the same first node
+    for seed in (0, None, None):
+        obs, _ = env.reset(seed=seed, options={"instance": 8})  # the same seat and deal: the same first node
         shown.append((obs, env._node.view))
-    assert shown[0][1] is False                      # shown once: not kept
-    assert shown[1][1] is env._shown                 # shown twice: kept
-    assert shown[2][1] is shown[1][1] and shown[0][0] == shown[1][0] == shown[2][0]
+    assert shown[0][1] is (env._shown if kept_from == 1 else False)
+    assert shown[1][1] is env._shown and shown[2][1] is env._shown
+    assert shown[0][0] == shown[1][0] == shown[2][0]
 
 
 def test_random_tic_tac_toe_keeps_few_views():

@@ -159,8 +159,9 @@ class GameNode:
     :func:`chance_thresholds` (``thresholds``), a terminal node the seat's ``payoff`` and
     ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives
     move by move (the text view: the history lines the seat reads) and ``view`` what it
-    shows at this history, kept by :class:`OpenSpielGameEnv` from its second showing on
-    (``None`` until first shown, ``False`` once shown once). ``moves`` keeps the move tables
+    shows at this history, kept by :class:`OpenSpielGameEnv` from its first showing on, or
+    from its second (``False`` once shown once: :attr:`OpenSpielGameEnv.keep_first_view`),
+    ``None`` until then. ``moves`` keeps the move tables
     (:meth:`~mage_envs.opponents.Opponent.move_table_at`) of the stationary opponents
     (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
@@ -270,7 +271,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         render_mode: ``None`` or ``"ansi"``.
 
     A view returns its :class:`View` of the current node from :meth:`_new_view` (the engine
-    keeps it in ``self._node.view`` from the node's second showing on), that of an episode ended by a forfeit from
+    keeps it in ``self._node.view``: see :attr:`keep_first_view`), that of an episode ended by a forfeit from
     :meth:`_forfeit_view`, and the observation a retry shows from
     :meth:`_retry_observation`; the env keeps the view shown in ``self._shown``.
 
@@ -288,6 +289,12 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     game_string: ClassVar[str]
     #: Default ``opponent`` argument.
     default_opponent: ClassVar[str] = "trainable"
+    #: Keep a history's view (its prompt, or tensor) from its first showing on; ``False``: from
+    #: its second, for a game whose histories rarely repeat: random Tic-Tac-Toe shows most of
+    #: its 550,000 histories per seat once, and keeping each prompt and view object made the
+    #: garbage collector a fifth of its step (a history shown twice then costs one view
+    #: more: a sixth more instructions for Leduc's random games, so the poker games keep it).
+    keep_first_view: ClassVar[bool] = True
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
@@ -437,10 +444,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
 
     def _advance(self, action: int | None = None) -> bool:
         """Play ``action`` (the agent's move, if given), then chance and opponent moves until
-        it is the agent's turn, and show that node's view; True if the game ended. The view
-        is kept in the node from its second showing on: most histories of a game with many
-        (Tic-Tac-Toe) are shown once, and keeping their prompts (a kilobyte each) made the
-        garbage collector and the memory the step's largest costs. :meth:`_play`, :meth:`ChanceStream.draw` (by the node's
+        it is the agent's turn, and show that node's view (kept in the node as
+        :attr:`keep_first_view` says); True if the game ended. :meth:`_play`, :meth:`ChanceStream.draw` (by the node's
         :func:`chance_thresholds`) and :func:`~mage_envs.opponents.base.draw_move` of a known
         move table of a stationary opponent are inlined: this loop is most of a step."""
         seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
@@ -461,7 +466,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
                 view = node.view
                 if not view:  # None: never shown; False: shown once, not kept
                     shown = self._new_view(player != seat)
-                    node.view = False if view is None else shown
+                    node.view = False if view is None and not self.keep_first_view else shown
                     view = shown
                 self._shown = view
                 return player != seat

@@ -123,3 +123,4 @@ class TicTacToeEnv(OpenSpielTextEnv):
     """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
 
     text_class = TicTacToeText
+    keep_first_view = False  # random play shows most histories once

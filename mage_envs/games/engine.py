@@ -99,11 +99,12 @@ def chance_thresholds(cumulative: Sequence[float]) -> tuple[int, ...]:
     """The cumulative probabilities of a :func:`chance_table` as thresholds on the 64-bit
     state of a chance stream: ``bisect_right(thresholds, state)`` is
     ``bisect_right(cumulative, (state >> 11) * 2**-53)`` (what :meth:`ChanceStream.draw`
-    computes) without the shift and the float (``c <= k * 2**-53`` exactly when
-    ``ceil(c * 2**53) <= k``, and for ``k = state >> 11`` that is ``ceil(c * 2**53) << 11 <= state``).
+    computes) without the shift and the float: ``c <= k * 2**-53`` exactly when
+    ``ceil(c * 2**53) <= k``, and for ``k = state >> 11`` that is
+    ``ceil(c * 2**53) << 11 <= state``.
 
     Example:
-        >>> state = 0x5555555555555555 << 1            # just above 2/3 of 2**64
+        >>> state = 0x5555555555555555 << 1   # 2/3 of 2**64 rounded down, above the float 2/3
         >>> bisect.bisect_right(chance_thresholds((1 / 3, 2 / 3, 1.0)), state)
         2
         >>> bisect.bisect_right((1 / 3, 2 / 3, 1.0), (state >> 11) * _UNIT)
@@ -271,8 +272,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         render_mode: ``None`` or ``"ansi"``.
 
     A view returns its :class:`View` of the current node from :meth:`_new_view` (the engine
-    keeps it in ``self._node.view``: see :attr:`keep_first_view`), that of an episode ended by a forfeit from
-    :meth:`_forfeit_view`, and the observation a retry shows from
+    keeps it in ``self._node.view``: see :attr:`keep_first_view`), that of an episode ended
+    by a forfeit from :meth:`_forfeit_view`, and the observation a retry shows from
     :meth:`_retry_observation`; the env keeps the view shown in ``self._shown``.
 
     The env keeps a :class:`GameNode` per (seat, history) it has played in a
@@ -332,7 +333,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     # ------------------------------------------------------------------ view hooks
     def _new_view(self, terminal: bool) -> View:
         """The view of the current node (``terminal``: the game is over); :meth:`_advance`
-        keeps it in the node once the node is shown again."""
+        keeps it in the node (:attr:`keep_first_view`)."""
         raise NotImplementedError
 
     def _retry_observation(self, notice: str | None) -> ObsType:
@@ -445,8 +446,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _advance(self, action: int | None = None) -> bool:
         """Play ``action`` (the agent's move, if given), then chance and opponent moves until
         it is the agent's turn, and show that node's view (kept in the node as
-        :attr:`keep_first_view` says); True if the game ended. :meth:`_play`, :meth:`ChanceStream.draw` (by the node's
-        :func:`chance_thresholds`) and :func:`~mage_envs.opponents.base.draw_move` of a known
+        :attr:`keep_first_view` says); True if the game ended. :meth:`_play`,
+        :meth:`ChanceStream.draw` (by the node's :func:`chance_thresholds`) and :func:`~mage_envs.opponents.base.draw_move` of a known
         move table of a stationary opponent are inlined: this loop is most of a step."""
         seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
         stationary = self._opponent.stationary

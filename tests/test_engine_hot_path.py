@@ -161,3 +161,31 @@ def test_a_table_opponent_plays_as_the_archetype_with_its_table():
                 _, info = env.reset()
         runs.append(trace)
     assert runs[0] == runs[1]
+
+
+@pytest.mark.parametrize("cls, kept_from", [(KuhnPokerEnv, 1), (TicTacToeEnv, 2)])
+def test_a_view_is_kept_from_its_first_or_second_showing(cls, kept_from):
+    """Kuhn keeps a history's view at its first showing; Tic-Tac-Toe (``keep_first_view =
+    False``) computes it without keeping it the first time and keeps it the second. Later
+    showings return that very object."""
+    env = cls(opponent="random", seat=0)
+    shown = []
+    for seed in (0, None, None):
+        obs, _ = env.reset(seed=seed, options={"instance": 8})  # the same seat and deal: the same first node
+        shown.append((obs, env._node.view))
+    assert shown[0][1] is (env._shown if kept_from == 1 else False)
+    assert shown[1][1] is env._shown and shown[2][1] is env._shown
+    assert shown[0][0] == shown[1][0] == shown[2][0]
+
+
+def test_random_tic_tac_toe_keeps_few_views():
+    """Most histories of random Tic-Tac-Toe games are shown once: their prompts are not kept."""
+    env, rng = TicTacToeEnv(opponent="random"), random.Random(0)
+    _, info = env.reset(seed=0)
+    for _ in range(3000):
+        _, _, terminated, _, info = env.step(rng.choice(info["legal_actions"]))
+        if terminated:
+            _, info = env.reset()
+    nodes = list(env._history._nodes.values())
+    kept = sum(1 for node in nodes if node.view)
+    assert 0 < kept < 0.2 * len(nodes)

@@ -70,7 +70,8 @@ def winning_line(board: str) -> tuple[int, int, int] | None:
         (0, 3, 6)
     """
     for line in LINES:
-        a, b, c = (board[i] for i in line)
-        if a != EMPTY and a == b == c:
+        first, second, third = line
+        mark = board[first]
+        if mark != EMPTY and mark == board[second] == board[third]:
             return line
     return None

@@ -31,10 +31,11 @@ class TextView(View):
     answers read without parsing (:meth:`~mage_envs.games.text.GameText.answers`) and, at
     the end of the game, the episode summary."""
 
-    __slots__ = ("accepted", "summary")
+    __slots__ = ("accepted",)
 
     def __init__(self, observation: str, legal: dict[str, int], accepted: dict[str, str], summary: str | None) -> None:
-        super().__init__(observation, legal)
+        self.observation = observation
+        self.legal = legal
         self.accepted = accepted
         self.summary = summary
 
@@ -157,33 +158,22 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
         observation = text.compose_prompt(self._seat, trail, private, FORFEIT_LINE, [], None)
         return TextView(observation, {}, {}, text.summary_line(private, trail, FORFEIT_LINE))
 
-    def _view(self, terminal: bool) -> TextView:
-        """The :class:`TextView` of the current node, computed once."""
-        view = self._node.view
-        if view is None:
-            view = self._node.view = self._new_view(terminal)
-        return view
-
     def _new_view(self, terminal: bool) -> TextView:
         """The :class:`TextView` of the current node (the live state)."""
         text, state, seat, trail = self.text, self._state, self._seat, self._node.trail
         legal = {} if terminal else text.action_names(state)
         private = text.private_view(state, seat)
         ending = text.describe_end(state, seat) if terminal else None
-        observation = text.compose_prompt(seat, trail, private, ending, list(legal), None)
+        observation = text.compose_prompt(seat, trail, private, ending, [*legal], None)
         summary = None if ending is None else text.summary_line(private, trail, ending)
         return TextView(observation, legal, text.answers(legal), summary)
 
     def _grow(self, key: int, action: int) -> GameNode:
         """Apply ``action`` and add its node, with the history line it adds to the trail
         (read from the live state before the action is applied)."""
-        parent = self._node
-        trail = self.text.trail(self._state, parent.player, action, self._seat, parent.trail)
-        self._apply(action)
-        return self._add_node(key, trail)
-
-    def _summary(self) -> str | None:
-        return self._shown.summary
+        parent, state = self._node, self._state
+        trail = self.text.trail(state, parent.player, action, self._seat, parent.trail)
+        return self._history.add(key, GameNode(self._apply(state, action), self._seat, trail))
 
     # ------------------------------------------------------------------ introspection
     def legal_action_names(self) -> Sequence[str]:

@@ -3,7 +3,7 @@
 :class:`OpenSpielGameEnv` owns what does not depend on how the agent sees the game: the
 opponent population, the seat, seeding, the instance's chance stream, the loop that plays
 chance and the opponent until it is the agent's turn, payoffs, the invalid-action policy
-and pickling. A view subclasses it and supplies the observation (:meth:`_view`) and how an
+and pickling. A view subclasses it and supplies the observation (:meth:`_new_view`) and how an
 action arrives: the text view (:class:`~mage_envs.games.base.OpenSpielTextEnv`) parses an
 answer, the numeric view (:class:`~mage_envs.numeric.OpenSpielTensorEnv`) takes an id.
 
@@ -29,6 +29,7 @@ Example:
 from __future__ import annotations
 
 import bisect
+import math
 import random
 from typing import Any, Callable, ClassVar, Generic, Sequence, TypeVar
 
@@ -50,6 +51,7 @@ _MASK64 = (1 << 64) - 1
 _LCG_MULTIPLIER, _LCG_INCREMENT = 6364136223846793005, 1442695040888963407
 _UNIT = 1.0 / 9007199254740992.0
 _CHANCE = int(pyspiel.PlayerId.CHANCE)
+_TERMINAL = int(pyspiel.PlayerId.TERMINAL)
 #: An env's table of visited histories is a cache: it is cleared past this many nodes.
 NODE_LIMIT = 200_000
 
@@ -91,6 +93,24 @@ def chance_table(outcomes: Sequence[tuple[int, float]]) -> tuple[tuple[float, ..
         total += prob
         cumulative.append(total)
     return tuple(cumulative), tuple(action for action, _ in outcomes)
+
+
+def chance_thresholds(cumulative: Sequence[float]) -> tuple[int, ...]:
+    """The cumulative probabilities of a :func:`chance_table` as thresholds on the 64-bit
+    state of a chance stream: ``bisect_right(thresholds, state)`` is
+    ``bisect_right(cumulative, (state >> 11) * 2**-53)`` (what :meth:`ChanceStream.draw`
+    computes) without the shift and the float: ``c <= k * 2**-53`` exactly when
+    ``ceil(c * 2**53) <= k``, and for ``k = state >> 11`` that is
+    ``ceil(c * 2**53) << 11 <= state``.
+
+    Example:
+        >>> state = 0x5555555555555555 << 1   # 2/3 of 2**64 rounded down, above the float 2/3
+        >>> bisect.bisect_right(chance_thresholds((1 / 3, 2 / 3, 1.0)), state)
+        2
+        >>> bisect.bisect_right((1 / 3, 2 / 3, 1.0), (state >> 11) * _UNIT)
+        2
+    """
+    return tuple(math.ceil(c * 9007199254740992.0) << 11 for c in cumulative)
 
 
 class ChanceStream:
@@ -136,10 +156,13 @@ class GameNode:
     """What an env keeps about one history of the game, seen from one seat.
 
     ``player`` is OpenSpiel's player to move (``-1`` chance, ``-4`` terminal); a chance node
-    keeps its :func:`chance_table` (``cumulative``, ``outcomes``), a terminal node the
-    seat's ``payoff`` and ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives move by move (the text view: the
-    history lines the seat reads) and ``view`` what it shows at this history (``None``
-    until first shown). ``moves`` keeps the move tables
+    keeps its :func:`chance_table` (``cumulative``, ``outcomes``) and the same table as
+    :func:`chance_thresholds` (``thresholds``), a terminal node the seat's ``payoff`` and
+    ``outcome`` (``"win"``, ``"loss"`` or ``"draw"``). ``trail`` is what the view derives
+    move by move (the text view: the history lines the seat reads) and ``view`` what it
+    shows at this history, kept by :class:`OpenSpielGameEnv` from its first showing on, or
+    from its second (``False`` once shown once: :attr:`OpenSpielGameEnv.keep_first_view`),
+    ``None`` until then. ``moves`` keeps the move tables
     (:meth:`~mage_envs.opponents.Opponent.move_table_at`) of the stationary opponents
     (:attr:`~mage_envs.opponents.Opponent.stationary`) that have played here, by opponent id.
 
@@ -149,30 +172,40 @@ class GameNode:
         (0, 1, 2)
     """
 
-    __slots__ = ("player", "terminal", "payoff", "outcome", "cumulative", "outcomes", "trail", "view", "moves")
+    __slots__ = ("player", "terminal", "payoff", "outcome", "cumulative", "outcomes", "thresholds", "trail", "view",
+                 "moves")
 
     def __init__(self, state: pyspiel.State, seat: int, trail: tuple[Any, ...] = ()) -> None:
-        self.player: int = state.current_player()
-        self.terminal: bool = state.is_terminal()
-        self.payoff: float | None = state.returns()[seat] if self.terminal else None
-        payoff = self.payoff or 0.0
-        self.outcome: str | None = ("win" if payoff > 0 else "loss" if payoff < 0 else "draw") if self.terminal else None
-        table = chance_table(state.chance_outcomes()) if self.player == _CHANCE else ((), ())
-        self.cumulative, self.outcomes = table
+        player = self.player = state.current_player()
+        self.terminal = player == _TERMINAL  # OpenSpiel's player to move in a terminal state
+        self.payoff: float | None = None
+        self.outcome: str | None = None
+        if self.terminal:
+            payoff = self.payoff = state.returns()[seat]
+            self.outcome = "win" if payoff > 0 else "loss" if payoff < 0 else "draw"
+        self.cumulative: tuple[float, ...] = ()
+        self.outcomes: tuple[int, ...] = ()
+        self.thresholds: tuple[int, ...] = ()
+        if player == _CHANCE:
+            self.cumulative, self.outcomes = chance_table(state.chance_outcomes())
+            self.thresholds = chance_thresholds(self.cumulative)
         self.trail = trail
         self.view: Any = None
         self.moves: dict[str, MoveTable] | None = None
 
 
 class View:
-    """What a view shows at one history: the ``observation`` and the ``legal`` names -> ids
-    of the agent to move (empty when it may not act). A view's subclass adds its own."""
+    """What a view shows at one history: the ``observation``, the ``legal`` names -> ids
+    of the agent to move (empty when it may not act) and, at the end of a game, the one-line
+    ``summary`` of the episode for ``info["summary"]`` (``None``: none). A view's subclass
+    adds its own."""
 
-    __slots__ = ("observation", "legal")
+    __slots__ = ("observation", "legal", "summary")
 
-    def __init__(self, observation: Any, legal: dict[str, int]) -> None:
+    def __init__(self, observation: Any, legal: dict[str, int], summary: str | None = None) -> None:
         self.observation = observation
         self.legal = legal
+        self.summary = summary
 
 
 NodeT = TypeVar("NodeT")
@@ -238,9 +271,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             Tic-Tac-Toe).
         render_mode: ``None`` or ``"ansi"``.
 
-    A view returns its :class:`View` of the current state from :meth:`_view` (keeping it in
-    ``self._node.view`` to compute it once), that of an episode ended by a forfeit from
-    :meth:`_forfeit_view`, and the observation a retry shows from
+    A view returns its :class:`View` of the current node from :meth:`_new_view` (the engine
+    keeps it in ``self._node.view``: see :attr:`keep_first_view`), that of an episode ended
+    by a forfeit from :meth:`_forfeit_view`, and the observation a retry shows from
     :meth:`_retry_observation`; the env keeps the view shown in ``self._shown``.
 
     The env keeps a :class:`GameNode` per (seat, history) it has played in a
@@ -257,6 +290,12 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     game_string: ClassVar[str]
     #: Default ``opponent`` argument.
     default_opponent: ClassVar[str] = "trainable"
+    #: Keep a history's view (its prompt, or tensor) from its first showing on; ``False``: from
+    #: its second, for a game whose histories rarely repeat: random Tic-Tac-Toe shows most of
+    #: its 550,000 histories per seat once, and keeping each prompt and view object made the
+    #: garbage collector a fifth of its step (a history shown twice then costs one view
+    #: more: a sixth more instructions for Leduc's random games, so the poker games keep it).
+    keep_first_view: ClassVar[bool] = True
     metadata: dict[str, Any] = {"render_modes": ["ansi"], "render_fps": 4}
 
     def __init__(
@@ -292,8 +331,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self._shown: View  # the view of the current state (set at reset)
 
     # ------------------------------------------------------------------ view hooks
-    def _view(self, terminal: bool) -> View:
-        """The view of the current state (``terminal``: the game is over)."""
+    def _new_view(self, terminal: bool) -> View:
+        """The view of the current node (``terminal``: the game is over); :meth:`_advance`
+        keeps it in the node (:attr:`keep_first_view`)."""
         raise NotImplementedError
 
     def _retry_observation(self, notice: str | None) -> ObsType:
@@ -313,7 +353,8 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
         """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id)."""
-        super().reset(seed=seed)
+        if seed is not None:  # gymnasium's reset only seeds
+            super().reset(seed=seed)
         seeded = seed is not None or self._actions is None
         if seeded:
             self._rng = random.Random(int(self.np_random.integers(0, 2**63 - 1)))
@@ -323,20 +364,18 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if options:
             opponent_id, instance = options.get("opponent"), options.get("instance")
         # the opponent is drawn before the instance
-        self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
-        self._instance = draws.getrandbits(63) if instance is None else int(instance)
-        opponent = self._opponents.get(self._opponent_id)
+        opponent_id = self._opponent_id = self.population.sample(draws) if opponent_id is None else str(opponent_id)
+        instance = self._instance = draws.getrandbits(63) if instance is None else int(instance)
+        opponent = self._opponents.get(opponent_id)
         if opponent is None:
-            opponent = self._opponent_for(self._opponent_id)
+            opponent = self._opponent_for(opponent_id)
         self._opponent = opponent
         opponent.reset(self._rng)
-        if self.seat_option == "random":
-            self._seat = self._instance & 1
-        else:
-            self._seat = int(self.seat_option)
+        seat_option = self.seat_option
+        self._seat = instance & 1 if seat_option == "random" else int(seat_option)
         self._actions, self._live = [], None
         self._enter_root()
-        self._chance = splitmix64(self._instance)  # the state of the instance's ChanceStream
+        self._chance = splitmix64(instance)  # the state of the instance's ChanceStream
         self._retries_left = self.invalid_policy.max_retries
         self._done = False
         self._forfeited = False
@@ -386,10 +425,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             self._actions.append(action)  # type: ignore[union-attr]  # set at reset
         self._key, self._node = key, node
 
-    def _apply(self, action: int) -> Any:
-        """Apply ``action`` to the live state (brought up to date first) and record it; the
-        live state after it."""
-        state = self._state
+    def _apply(self, state: Any, action: int) -> Any:
+        """Apply ``action`` to the live ``state`` (``self._state``, read by the caller) and
+        record it; the live state after it."""
         state.apply_action(action)
         self._actions.append(action)  # type: ignore[union-attr]  # set at reset
         self._applied += 1
@@ -398,8 +436,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def _grow(self, key: int, action: int) -> GameNode:
         """Play ``action``, not played from this history before (:meth:`_apply`), and add its
         node at ``key``."""
-        self._apply(action)
-        return self._add_node(key, ())
+        return self._history.add(key, GameNode(self._apply(self._state, action), self._seat))
 
     def _add_node(self, key: int, trail: tuple[Any, ...]) -> GameNode:
         """Add the node of the live state at ``key`` (the current node lives on in
@@ -408,35 +445,49 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
 
     def _advance(self, action: int | None = None) -> bool:
         """Play ``action`` (the agent's move, if given), then chance and opponent moves until
-        it is the agent's turn; True if the game ended. :meth:`_play`, :meth:`ChanceStream.draw`
-        and a known move of a stationary opponent are inlined: this loop is most of a step."""
+        it is the agent's turn, and show that node's view (kept in the node as
+        :attr:`keep_first_view` says); True if the game ended. :meth:`_play`,
+        :meth:`ChanceStream.draw` (by the node's :func:`chance_thresholds`) and :func:`~mage_envs.opponents.base.draw_move` of a known
+        move table of a stationary opponent are inlined: this loop is most of a step."""
         seat, base, get, opponent_id = self._seat, self._history.base, self._history.get, self._opponent_id
-        node = self._node
+        stationary = self._opponent.stationary
+        node, key = self._node, self._key
         while True:
             if action is not None:
-                key = self._key * base + action + 1
+                key = key * base + action + 1
                 child = get(key)
                 if child is None:
                     child = self._grow(key, action)
                 else:
                     self._actions.append(action)  # type: ignore[union-attr]  # set at reset
-                self._key = key
                 node = self._node = child
-            if node.player == seat:
-                self._shown = self._view(False)
-                return False
-            if node.terminal:
-                self._shown = self._view(True)
-                return True
-            if node.player == _CHANCE:
+            player = node.player
+            if player == seat or node.terminal:
+                self._key = key
+                view = node.view
+                if not view:  # None: never shown; False: shown once, not kept
+                    shown = self._new_view(player != seat)
+                    node.view = False if view is None and not self.keep_first_view else shown
+                    view = shown
+                self._shown = view
+                return player != seat
+            if player == _CHANCE:
                 chance = self._chance = (self._chance * _LCG_MULTIPLIER + _LCG_INCREMENT) & _MASK64
                 outcomes = node.outcomes
-                index = bisect.bisect_right(node.cumulative, (chance >> 11) * _UNIT)
+                index = bisect.bisect_right(node.thresholds, chance)
                 action = outcomes[index] if index < len(outcomes) else outcomes[-1]
+                continue
+            moves = node.moves
+            table = moves.get(opponent_id) if moves is not None and stationary else None
+            if table is None:
+                action = self._opponent_move(node)
+                continue
+            cumulative, actions = table
+            if cumulative:
+                index = bisect.bisect_right(cumulative, self._rng.random())
+                action = actions[index] if index < len(actions) else actions[-1]
             else:
-                moves = node.moves
-                table = moves.get(opponent_id) if moves is not None and self._opponent.stationary else None
-                action = self._opponent_move(node) if table is None else draw_move(table, self._rng)
+                action = actions[0]
 
     def _opponent_move(self, node: GameNode) -> int:
         """The opponent's action at ``node``. A stationary opponent's distribution there is
@@ -479,7 +530,7 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
 
     def _info(self, invalid: dict[str, Any] | None) -> dict[str, Any]:
         info: dict[str, Any] = {
-            "legal_actions": list(self._shown.legal),
+            "legal_actions": [*self._shown.legal],
             "opponent": self._opponent_id,
             "seat": self._seat,
             "invalid_action": invalid,
@@ -489,14 +540,10 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
             info["outcome"] = self._outcome
             info["success"] = self._outcome == "win"
             info["forfeit"] = self._forfeited
-            summary = self._summary()
+            summary = self._shown.summary
             if summary is not None:
                 info["summary"] = summary
         return info
-
-    def _summary(self) -> str | None:
-        """A one-line account of the finished episode for ``info["summary"]`` (none here)."""
-        return None
 
     # ------------------------------------------------------------------ introspection
     @property

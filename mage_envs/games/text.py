@@ -246,7 +246,8 @@ class GameText:
             if instruction is None:
                 instruction = self._instruction_cache[legal[0]] = answer_instruction(legal[0], think=True, legal=True)
             parts.append(instruction)
-        return clip_text("\n".join(parts), self.max_observation_chars)
+        prompt = "\n".join(parts)
+        return prompt if len(prompt) <= self.max_observation_chars else clip_text(prompt, self.max_observation_chars)
 
     def _compact_prompt(
         self,

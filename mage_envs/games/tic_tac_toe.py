@@ -39,6 +39,8 @@ _RULES = """You are playing Tic-Tac-Toe against an opponent on a 3x3 board.
 You play {mark} ({order})."""
 
 _SEPARATOR = "\n---+---+---\n"
+#: The name of each cell, by OpenSpiel action: its 1-based number.
+_CELL_NAMES = tuple(str(cell + 1) for cell in range(9))
 
 
 def mark_of(player: int) -> str:
@@ -92,16 +94,16 @@ class TicTacToeText(GameText):
         return _RULES.format(mark=mark_of(seat), order=order)
 
     def action_names(self, state: pyspiel.State) -> dict[str, int]:
-        return {str(cell + 1): cell for cell in state.legal_actions()}
+        return {_CELL_NAMES[cell]: cell for cell in state.legal_actions()}
 
     def private_view(self, state: pyspiel.State, seat: int) -> str:
         label = "Final board" if state.is_terminal() else "Board (X and O are marks, numbers are free cells)"
         return f"{label}:\n{draw_board(board_key(state))}"
 
     def describe_move(self, state: pyspiel.State, player: int, action: int, seat: int) -> str:
-        who = "You" if player == seat else "Opponent"
-        verb = "take" if player == seat else "takes"
-        return f"{who} ({mark_of(player)}) {verb} cell {action + 1}."
+        if player == seat:
+            return f"You ({'XO'[player]}) take cell {_CELL_NAMES[action]}."
+        return f"Opponent ({'XO'[player]}) takes cell {_CELL_NAMES[action]}."
 
     def describe_end(self, state: pyspiel.State, seat: int) -> str:
         payoff = state.returns()[seat]
@@ -121,3 +123,4 @@ class TicTacToeEnv(OpenSpielTextEnv):
     """One game of Tic-Tac-Toe against an opponent archetype; see :class:`OpenSpielTextEnv`."""
 
     text_class = TicTacToeText
+    keep_first_view = False  # random play shows most histories once

@@ -130,12 +130,12 @@ class OpenSpielTensorEnv(OpenSpielGameEnv[np.ndarray, int]):
             return np.asarray(state.information_state_tensor(seat), np.float32)
         return np.asarray([seat == 0, seat == 1, *state.observation_tensor(seat)], np.float32)
 
-    def _view(self, terminal: bool) -> TensorView:
-        """The current node's view (computed once), as copies the agent may keep."""
-        view = self._node.view
-        if view is None:
-            view = self._node.view = self._new_view(terminal)
-        return view.copy()
+    def _advance(self, action: int | None = None) -> bool:
+        """The engine's :meth:`~mage_envs.games.engine.OpenSpielGameEnv._advance`, showing a
+        copy of the node's view (its tensor and mask are the agent's to keep or change)."""
+        terminated = super()._advance(action)
+        self._shown = self._shown.copy()
+        return terminated
 
     def _new_view(self, terminal: bool) -> TensorView:
         """The current node's tensor, legal ids (as ``str(id) -> id``) and ``int8`` mask."""

@@ -51,3 +51,4 @@ class TicTacToeTensorEnv(OpenSpielTensorEnv):
     """Tic-Tac-Toe (observation: seat one-hot + 27 floats of empty/O/X planes; action = cell 0..8)."""
 
     game_string = "tic_tac_toe"
+    keep_first_view = False  # random play shows most histories once

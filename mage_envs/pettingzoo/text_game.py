@@ -286,11 +286,12 @@ class TextGameAEC(AECEnv, EzPickle):
 
     def _grow(self, key: int, action: int) -> NodePair:
         """Apply ``action``, not played from this history before, and add its nodes, each
-        seat's trail extended by the history line it reads for ``action``."""
-        before = self._state.clone()
-        self._state.apply_action(action)
-        first, second = (self.text.trail(before, parent.player, action, seat, parent.trail)
-                         for seat, parent in enumerate(self._pair))
+        seat's trail extended by the history line it reads for ``action`` (read from the
+        live state before the action is applied: no clone)."""
+        state = self._state
+        first, second = [self.text.trail(state, parent.player, action, seat, parent.trail)
+                         for seat, parent in enumerate(self._pair)]
+        state.apply_action(action)
         return self._add_pair(key, (first, second))
 
     def _add_pair(self, key: int, trails: tuple[tuple[str, ...], tuple[str, ...]]) -> NodePair:

@@ -109,21 +109,28 @@ def expert_turns(config, meta_episodes: int, seed: int) -> list[tuple[str, tuple
 
 def task_report(policy, config, out: Path) -> dict[str, Any]:
     """A single-agent task's evaluation: success by attempt index of ``policy`` and of the
-    expert on the same meta-episodes (the config's evaluation instances)."""
+    expert on the same meta-episodes, on the config's evaluation instances (``eval``) and on
+    its training instances (``train``: what the fit reaches on the games it was fitted on)."""
     from single_agent import ExpertAgent  # benchmarks/, the script's folder
 
     from mage_agent.build import eval_env_kwargs
     from mage_agent.cli import evaluate_policy
+    from mage_agent.config import apply_overrides
     from mage_envs.evaluation import evaluate
 
-    report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False,
-                             oracle=False)
-    expert = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes, seed=config.run.eval_seed,
-                      env_kwargs=eval_env_kwargs(config), oracle=False, progress=False, agent_name="expert",
-                      make_agent=ExpertAgent)
-    return {"success_by_attempt": list(report["opponents"]["default"]["success_by_episode"]),
-            "expert_success_by_attempt": list(expert.opponents["default"].success_by_episode),
-            "eval_meta_episodes": config.run.eval_meta_episodes, "eval_env_options": dict(config.env.eval_env_options)}
+    splits = {"eval": config, "train": apply_overrides(config, {"eval_env_options": {
+        **config.env.eval_env_options, "instance_split": config.env.env_options.get("instance_split", "all")}})}
+    result: dict[str, Any] = {"eval_meta_episodes": config.run.eval_meta_episodes}
+    for split, evaluated in splits.items():
+        report = evaluate_policy(policy, evaluated, out / f"eval_{split}.json", "supervised", progress=False,
+                                 verbose=False, oracle=False)
+        expert = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
+                          seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
+                          progress=False, agent_name="expert", make_agent=ExpertAgent)
+        result[split] = {"env_options": dict(evaluated.env.eval_env_options),
+                         "success_by_attempt": list(report["opponents"]["default"]["success_by_episode"]),
+                         "expert_success_by_attempt": list(expert.opponents["default"].success_by_episode)}
+    return result
 
 
 def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, tuple[str, ...], str, int, str]]:
@@ -354,7 +361,8 @@ def main() -> None:
         del result["styles"]
         result.update(env_options=dict(config.env.env_options), **task_report(policy, config, out))
         print(f"{len(rows)} expert turns, {len(labels)} prompts, final loss {result['final_loss']:.4f}; success by "
-              f"attempt {result['success_by_attempt']} (expert {result['expert_success_by_attempt']})")
+              f"attempt on evaluation games {result['eval']['success_by_attempt']}, on training games "
+              f"{result['train']['success_by_attempt']} (expert {result['eval']['expert_success_by_attempt']})")
         path = ROOT / (args.output or f"benchmarks/results/capacity-{Path(args.config).stem}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1))

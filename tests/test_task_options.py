@@ -278,3 +278,16 @@ def test_household_selection_keeps_train_and_eval_games_apart() -> None:
 def test_household_selection_refuses_bad_values(kwargs: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         gym.make("mage/Household-v0", **kwargs)
+
+
+@needs_textworld
+@pytest.mark.parametrize("progress, rewards", [(0.0, [0.0, 0.0, 0.0, 0.0, 1.0]),
+                                               (0.25, [0.0, 0.25, -0.25, 0.25, 1.25])])
+def test_household_progress_reward_pays_each_shortening_of_the_experts_plan(progress: float, rewards: list) -> None:
+    env = gym.make("mage/Household-v0", progress_reward=progress, max_steps=10)
+    env.reset(options={"instance": 3})   # the expert: take remotecontrol 1 from shelf 1, put it on sofa 1
+    commands = ["open drawer 1", "take remotecontrol 1 from shelf 1", "put remotecontrol 1 on armchair 1",
+                "take remotecontrol 1 from armchair 1", "put remotecontrol 1 on sofa 1"]
+    steps = play(env, [act(c) for c in commands])
+    assert [step[1] for step in steps] == rewards and steps[-1][4]["success"]
+    assert sum(rewards) == 1.0 + progress * 2   # the shaping sums to c x the plan's length at the start

@@ -31,8 +31,12 @@ format ``<action>open fridge 1</action>``.
   off by default): ``looking_commands=False`` leaves the commands that only look
   (``look``, ``inventory``, ``examine X``: most of a game's admissible list) out of the
   legal ones; ``task_types`` draws only games of these ALFWorld task types;
-  ``max_expert_steps`` only generated games whose expert needs at most that many commands.
-  An explicit ``options["instance"]`` outside them is refused.
+  ``max_expert_steps`` only generated games whose expert needs at most that many commands
+  (an explicit ``options["instance"]`` outside them is refused); ``progress_reward=c``
+  adds ``c`` times the shortening of the expert's remaining plan to every step's reward
+  (potential-based shaping: an episode's shaping sums to ``c`` times the plan's length at
+  the start minus at the end, so a win is still worth more than any loss; ``success`` is
+  unchanged).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers (drawn from
   ``range(num_games)``, or from ALFWorld's games) and the random fallback action come from
   a generator derived from it. ``reset(options={"instance": k})`` replays game ``k``.
@@ -134,6 +138,9 @@ class HouseholdEnv(TextTaskEnv):
             ``None``: all).
         max_expert_steps: draw only generated games whose expert plan has at most this
             many commands (``None``: all).
+        progress_reward: reward per command by which a step shortens the expert's plan
+            (negative when it lengthens it; 0: ALFWorld's reward, the default). A state
+            with no plan known (not won) keeps the last one's length.
     """
 
     task_name: ClassVar[str] = "Household"
@@ -154,6 +161,7 @@ class HouseholdEnv(TextTaskEnv):
         looking_commands: bool = True,
         task_types: Sequence[str] | None = None,
         max_expert_steps: int | None = None,
+        progress_reward: float = 0.0,
     ) -> None:
         check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1),
                        ("num_games", num_games, 1), *(() if max_expert_steps is None else
@@ -173,6 +181,7 @@ class HouseholdEnv(TextTaskEnv):
             raise ValueError("max_expert_steps applies to generated games only (ALFWorld's plans are not known "
                              "before a game is played): leave it out with alfworld_split")
         self.max_expert_steps = max_expert_steps
+        self.progress_reward = float(progress_reward)
         self._pool = self._selected_games()
         self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length)
                                                         + label_room(action_labels))
@@ -259,8 +268,13 @@ class HouseholdEnv(TextTaskEnv):
         return [c for c in admissible if not is_looking(c)] or admissible
 
     def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
-        turn = self._turn = self._playing()[0].step(action)
+        session = self._playing()[0]
+        before = len(session.policy()) if self.progress_reward else 0
+        turn = self._turn = session.step(action)
         self._history.append((action, turn.feedback))
+        if self.progress_reward:
+            after = 0 if turn.won else (len(session.policy()) or before)
+            reward += self.progress_reward * (before - after)
         return (reward + SUCCESS_REWARD, "win") if turn.won else (reward, None)
 
     def _info_extras(self) -> dict[str, Any]:

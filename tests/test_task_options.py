@@ -291,3 +291,18 @@ def test_household_progress_reward_pays_each_shortening_of_the_experts_plan(prog
     steps = play(env, [act(c) for c in commands])
     assert [step[1] for step in steps] == rewards and steps[-1][4]["success"]
     assert sum(rewards) == 1.0 + progress * 2   # the shaping sums to c x the plan's length at the start
+
+
+@needs_textworld
+def test_household_selection_of_alfworld_games_by_task_type_only() -> None:
+    from pathlib import Path
+
+    from mage_envs.tasks.household import HouseholdEnv
+
+    data = Path(__file__).parent / "fixtures" / "household" / "alfworld"  # one clean-then-place game
+    assert HouseholdEnv(alfworld_split="train", alfworld_data=data,
+                        task_types=["pick_clean_then_place_in_recep"])._pool == [0]
+    with pytest.raises(ValueError, match="no game among the 1"):
+        HouseholdEnv(alfworld_split="train", alfworld_data=data, task_types=["pick_and_place_simple"])
+    with pytest.raises(ValueError, match="max_expert_steps applies to generated games only"):
+        HouseholdEnv(alfworld_split="train", alfworld_data=data, max_expert_steps=3)

@@ -133,7 +133,8 @@ class HouseholdEnv(TextTaskEnv):
         render_mode: ``None`` or ``"ansi"``.
         action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
         looking_commands: list ``look``, ``inventory`` and ``examine X`` among the legal
-            commands (ALFWorld does); False leaves them out (they change nothing).
+            commands (ALFWorld does); False leaves them out (they change nothing), unless
+            nothing else is admissible.
         task_types: draw only games of these task types (:data:`TASK_TYPES`' names;
             ``None``: all).
         max_expert_steps: draw only generated games whose expert plan has at most this

@@ -18,6 +18,14 @@ oracle's, the model and prompt are not the limit and RL is; if not, they are.
     python benchmarks/capacity.py --steps 400
     python benchmarks/capacity.py --fresh-deals --meta-episodes 600 --steps 1500
 
+A single-agent task's config (``--config examples/household.yaml``: no opponents) checks
+that task the same way: the oracle is the task's expert (``expert_actions()`` from the
+current state, numbered as the prompt numbers the commands), played on the config's
+training instances, and the evaluation is the config's (its evaluation instances), with
+success by attempt index beside the expert's own on the same meta-episodes:
+
+    python benchmarks/capacity.py --config examples/household.yaml --meta-episodes 60 --steps 400
+
 ``--config`` checks another model and prompt the same way (a `mage train` config: its model,
 adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt:
 
@@ -69,6 +77,60 @@ class ProbeThenDealKnown:
         state = game.state
         best = deal_known_action("kuhn_poker", self.style, state, info["instance"], info["seat"])
         return {i: name for name, i in game.action_names(state).items()}[best]
+
+
+def expert_turns(config, meta_episodes: int, seed: int) -> list[tuple[str, tuple[str, ...], str, int, str]]:
+    """(prompt, the answer's choices, the expert's choice, attempt index, task type) of every
+    acting turn of ``meta_episodes`` meta-episodes of a single-agent task on the config's
+    training instances (``reset(seed=seed + j)``), played by its expert: the first of
+    ``expert_actions()`` from the current state. With numbered actions the choices are the
+    labels and the expert's choice is its command's label (what the model answers)."""
+    from mage_agent.build import env_kwargs
+
+    env = gym.make(config.env.env_id, **env_kwargs(config))
+    task: Any = env.unwrapped  # a single-agent task: expert_actions() from the current state
+    rows = []
+    for j in range(meta_episodes):
+        obs, info = env.reset(seed=seed + j)
+        done = False
+        while not done:
+            if info.get("phase", "act") != "act":
+                obs, _, terminated, truncated, info = env.step("<reflection></reflection>")
+            else:
+                legal, labels = info["legal_actions"], info.get("action_labels")
+                command = task.expert_actions()[0]
+                choice = labels[legal.index(command)] if labels else command
+                rows.append((obs, tuple(labels or legal), choice, info["episode_index"], str(info.get("task_type"))))
+                obs, _, terminated, truncated, info = env.step(f"<action>{choice}</action>")
+            done = terminated or truncated
+    env.close()
+    return rows
+
+
+def task_report(policy, config, out: Path) -> dict[str, Any]:
+    """A single-agent task's evaluation: success by attempt index of ``policy`` and of the
+    expert on the same meta-episodes, on the config's evaluation instances (``eval``) and on
+    its training instances (``train``: what the fit reaches on the games it was fitted on)."""
+    from single_agent import ExpertAgent  # benchmarks/, the script's folder
+
+    from mage_agent.build import eval_env_kwargs
+    from mage_agent.cli import evaluate_policy
+    from mage_agent.config import apply_overrides
+    from mage_envs.evaluation import evaluate
+
+    splits = {"eval": config, "train": apply_overrides(config, {"eval_env_options": {
+        **config.env.eval_env_options, "instance_split": config.env.env_options.get("instance_split", "all")}})}
+    result: dict[str, Any] = {"eval_meta_episodes": config.run.eval_meta_episodes}
+    for split, evaluated in splits.items():
+        report = evaluate_policy(policy, evaluated, out / f"eval_{split}.json", "supervised", progress=False,
+                                 verbose=False, oracle=False)
+        expert = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
+                          seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
+                          progress=False, agent_name="expert", make_agent=ExpertAgent)
+        result[split] = {"env_options": dict(evaluated.env.eval_env_options),
+                         "success_by_attempt": list(report["opponents"]["default"]["success_by_episode"]),
+                         "expert_success_by_attempt": list(expert.opponents["default"].success_by_episode)}
+    return result
 
 
 def oracle_turns(config, meta_episodes: int, seed: int, probe: str) -> list[tuple[str, tuple[str, ...], str, int, str]]:
@@ -213,14 +275,16 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     return losses, {unique[i]: lp for i, lp in zip(order, final)}
 
 
-def fit_by_hand(rows, last: dict[tuple, float]) -> dict[str, dict[str, float]]:
+def fit_by_hand(rows, last: dict[tuple, float], unit: str = "hand", joiner: str = "vs") -> dict[str, dict[str, float]]:
     """Where the remaining loss sits: per hand and per (final hand, style), the mean
     negative log-probability of the oracle's action over the turns (counted with
-    repeats) and the share of turns whose oracle action has probability above one half."""
+    repeats) and the share of turns whose oracle action has probability above one half
+    (a task's rows: per ``unit="attempt"`` and per (final attempt, task type))."""
     groups: dict[str, list[float]] = {}
     final = max(r[3] for r in rows)
     for row in rows:
-        keys = [f"hand {row[3] + 1}"] + ([f"hand {row[3] + 1} vs {row[4]}"] if row[3] == final else [])
+        keys = [f"{unit} {row[3] + 1}"] + ([" ".join(filter(None, (unit, str(row[3] + 1), joiner, row[4])))]
+                                          if row[3] == final else [])
         for key in keys:
             groups.setdefault(key, []).append(last[row[:3]])
     return {key: {"turns": len(lps), "nll": -float(np.mean(lps)), "above_half": float(np.mean(np.exp(lps) > 0.5))}
@@ -238,7 +302,8 @@ def main() -> None:
                         help="repeated deals: the early hands' play")
     parser.add_argument("--fresh-deals", action="store_true",
                         help="a new deal every hand, the Bayes-optimal agent as the oracle")
-    parser.add_argument("--meta-episodes", type=int, default=120, help="oracle meta-episodes per style")
+    parser.add_argument("--meta-episodes", type=int, default=120,
+                        help="oracle meta-episodes per style (a single-agent task: in all)")
     parser.add_argument("--full-batch", action="store_true",
                         help="every distinct oracle turn in each step, weighted by its count (for a large model)")
     parser.add_argument("--config", default=None,
@@ -253,7 +318,7 @@ def main() -> None:
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
 
-    from mage_agent.build import build_policy, threads_for
+    from mage_agent.build import build_policy, population_of, threads_for
     from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides, load_config
 
@@ -269,9 +334,11 @@ def main() -> None:
         name, _, value = setting.partition("=")
         overrides[name] = json.loads(value)
     config = apply_overrides(load_config(args.config) if args.config else TrainConfig(), overrides)
+    single_agent = not population_of(config)   # a task: its expert is the oracle
     policy = build_policy(config, out)
     torch.set_num_threads(threads_for(config.run.threads, policy.model))
-    rows = oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe)
+    rows = (expert_turns(config, args.meta_episodes, args.seed) if single_agent
+            else oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe))
     labels: dict[str, set[str]] = {}
     for prompt, _, action, _, _ in rows:
         labels.setdefault(prompt, set()).add(action)
@@ -283,14 +350,24 @@ def main() -> None:
     training_seconds = time.perf_counter() - started
     if args.save_adapter:
         policy.model.save_pretrained(args.save_adapter)
-    report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False)
     result: dict[str, Any] = {"args": vars(args), "turns": len(rows), "prompts": len(labels), "ambiguous_prompts": ambiguous,
               "final_loss": float(np.mean(losses[-20:])), "losses": [round(x, 5) for x in losses],
               "training_seconds": training_seconds, "styles": {}}
     if last:
-        result["fit_by_hand"] = fit_by_hand(rows, last)
+        result["fit_by_hand"] = fit_by_hand(rows, last, *(("attempt", "") if single_agent else ()))
         for key, fit in result["fit_by_hand"].items():
             print(f"{key:<28} {fit['turns']:>4} turns  nll {fit['nll']:.3f}  p>0.5 on {fit['above_half']:.0%}")
+    if single_agent:
+        del result["styles"]
+        result.update(env_options=dict(config.env.env_options), **task_report(policy, config, out))
+        print(f"{len(rows)} expert turns, {len(labels)} prompts, final loss {result['final_loss']:.4f}; success by "
+              f"attempt on evaluation games {result['eval']['success_by_attempt']}, on training games "
+              f"{result['train']['success_by_attempt']} (expert {result['eval']['expert_success_by_attempt']})")
+        path = ROOT / (args.output or f"benchmarks/results/capacity-{Path(args.config).stem}.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1))
+        return
+    report = evaluate_policy(policy, config, out / "eval.json", "supervised", progress=False, verbose=False)
     for style in TRAINING:
         r = report["opponents"][style]
         returns = r["mean_return_by_episode"]

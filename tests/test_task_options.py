@@ -11,6 +11,7 @@ from task_helpers import act, play
 
 import mage_envs  # noqa: F401  (registers the task ids)
 from mage_envs.tasks.base import LABEL_NOTE, labelled, split_half
+from mage_envs.tasks.household.tasks import TASK_TYPES
 from mage_envs.tasks.sokoban import SokobanEnv, generate_level, parse_xsb
 from mage_envs.tasks.webshop import SEARCH_FORM, WebShopEnv
 from mage_envs.tasks.webshop.expert import expert_query
@@ -193,3 +194,115 @@ def test_household_splits_its_games_by_their_content() -> None:
 ])
 def test_labelled_split_envs_follow_the_text_contract(env_id: str, kwargs: dict) -> None:
     mage_envs.check_text_env(gym.make(env_id, **kwargs))
+
+
+# ---------------------------------------------------------------- Household: learning-signal options
+@needs_textworld
+def test_household_without_looking_commands_lists_only_commands_that_act() -> None:
+    full = gym.make("mage/Household-v0", action_labels="numbers")
+    _, every = full.reset(options={"instance": 3})
+    env = gym.make("mage/Household-v0", action_labels="numbers", looking_commands=False, max_steps=5)
+    obs, info = env.reset(options={"instance": 3})
+    acting = [c for c in every["legal_actions"] if not c.startswith(("look", "inventory", "examine "))]
+    assert info["legal_actions"] == acting and len(acting) < len(every["legal_actions"])
+    assert info["action_labels"] == [str(i) for i in range(1, len(acting) + 1)]
+    assert f"Legal actions: 1: {acting[0]}, 2: {acting[1]}," in obs and "examine" not in obs.split("Legal actions:")[1]
+    assert "commands that only look (look, inventory, examine) are not offered" in obs
+    assert "inventory lists" not in obs and "inventory lists" in full.reset(options={"instance": 3})[0]
+    _, _, _, _, info = env.step(act("look"))  # a looking command is no longer an answer
+    assert info["invalid_action"]["reason"] == "illegal_action" and env.unwrapped.steps == 0
+    take = info["legal_actions"].index("take remotecontrol 1 from shelf 1") + 1
+    _, _, _, _, info = env.step(str(take))
+    put = info["legal_actions"].index("put remotecontrol 1 on sofa 1") + 1
+    _, reward, terminated, _, info = env.step(str(put))
+    assert reward == 1.0 and terminated and info["summary"] == (
+        "Task 'put a remotecontrol on sofa 1.' done in 2 actions. Commands that changed something: "
+        "take remotecontrol 1 from shelf 1, put remotecontrol 1 on sofa 1.")
+
+
+@needs_textworld
+def test_household_memory_without_looking_commands_carries_the_first_attempt() -> None:
+    env = gym.make("mage/Household-meta-v0", num_episodes=2, max_steps=2, looking_commands=False,
+                   action_labels="numbers", reflection=False)
+    obs, info = env.reset(options={"instance": 3})
+    for command in ("open drawer 1", "take remotecontrol 1 from shelf 1"):
+        obs, _, _, _, info = env.step(str(info["legal_actions"].index(command) + 1))
+    assert info["episode_index"] == 1 and info["legal_actions"] and "look" not in info["legal_actions"]
+    assert ("Task 'put a remotecontrol on sofa 1.' not done after 2 actions. Commands that changed something: "
+            "open drawer 1, take remotecontrol 1 from shelf 1.") in obs
+
+
+@needs_textworld
+def test_household_draws_only_the_chosen_task_types_and_expert_lengths() -> None:
+    from mage_envs.tasks.household.tasks import make_task
+
+    env = gym.make("mage/Household-v0", num_games=60, task_types=["pick_and_place_simple", "pick_heat_then_place_in_recep"],
+                   max_expert_steps=3)
+    drawn = {env.unwrapped._draw_instance() for _ in range(40)}  # what reset() draws from
+    pool = [k for k in range(60) if make_task(k).task_type in ("pick_and_place_simple", "pick_heat_then_place_in_recep")
+            and len(make_task(k).walkthrough) <= 3]
+    assert drawn <= set(pool) and len(drawn) > len(pool) // 2
+    assert env.unwrapped._pool == pool
+    env.reset(seed=0)
+    assert len(env.unwrapped.expert_actions()) <= 3
+    outside = next(k for k in range(60) if k not in pool)
+    with pytest.raises(ValueError, match=f"instance {outside} is a .* outside task_types"):
+        env.reset(options={"instance": outside})
+
+
+@needs_textworld
+def test_household_selection_of_every_game_draws_as_before() -> None:
+    default = gym.make("mage/Household-v0", num_games=30)
+    chosen = gym.make("mage/Household-v0", num_games=30, task_types=list(TASK_TYPES), max_expert_steps=99)
+    assert [default.unwrapped._draw_instance() for _ in range(20)] == [chosen.unwrapped._draw_instance()
+                                                                      for _ in range(20)]
+
+
+@needs_textworld
+def test_household_selection_keeps_train_and_eval_games_apart() -> None:
+    options = {"num_games": 100, "looking_commands": False, "max_expert_steps": 3}
+    draws = {split: gym.make("mage/Household-v0", instance_split=split, **options).unwrapped for split in ("train", "eval")}
+    train, held = ({env._split_draw(env._draw_instance()) for _ in range(30)} for env in draws.values())  # as reset()
+    key = gym.make("mage/Household-v0").unwrapped._split_key
+    assert {split_half(key(k)) for k in train} == {"train"} and {split_half(key(k)) for k in held} == {"eval"}
+    assert not {key(k) for k in train} & {key(k) for k in held}
+
+
+@needs_textworld
+@pytest.mark.parametrize("kwargs, message", [
+    ({"task_types": ["pick_and_place"]}, "unknown task type 'pick_and_place'"),
+    ({"task_types": "pick_and_place_simple"}, "non-empty list"),
+    ({"max_expert_steps": 0}, "max_expert_steps must be an integer >= 1"),
+    ({"max_expert_steps": 1, "num_games": 5}, "no game among the 5"),
+])
+def test_household_selection_refuses_bad_values(kwargs: dict, message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        gym.make("mage/Household-v0", **kwargs)
+
+
+@needs_textworld
+@pytest.mark.parametrize("progress, rewards", [(0.0, [0.0, 0.0, 0.0, 0.0, 1.0]),
+                                               (0.25, [0.0, 0.25, -0.25, 0.25, 1.25])])
+def test_household_progress_reward_pays_each_shortening_of_the_experts_plan(progress: float, rewards: list) -> None:
+    env = gym.make("mage/Household-v0", progress_reward=progress, max_steps=10)
+    env.reset(options={"instance": 3})   # the expert: take remotecontrol 1 from shelf 1, put it on sofa 1
+    commands = ["open drawer 1", "take remotecontrol 1 from shelf 1", "put remotecontrol 1 on armchair 1",
+                "take remotecontrol 1 from armchair 1", "put remotecontrol 1 on sofa 1"]
+    steps = play(env, [act(c) for c in commands])
+    assert [step[1] for step in steps] == rewards and steps[-1][4]["success"]
+    assert sum(rewards) == 1.0 + progress * 2   # the shaping sums to c x the plan's length at the start
+
+
+@needs_textworld
+def test_household_selection_of_alfworld_games_by_task_type_only() -> None:
+    from pathlib import Path
+
+    from mage_envs.tasks.household import HouseholdEnv
+
+    data = Path(__file__).parent / "fixtures" / "household" / "alfworld"  # one clean-then-place game
+    assert HouseholdEnv(alfworld_split="train", alfworld_data=data,
+                        task_types=["pick_clean_then_place_in_recep"])._pool == [0]
+    with pytest.raises(ValueError, match="no game among the 1"):
+        HouseholdEnv(alfworld_split="train", alfworld_data=data, task_types=["pick_and_place_simple"])
+    with pytest.raises(ValueError, match="max_expert_steps applies to generated games only"):
+        HouseholdEnv(alfworld_split="train", alfworld_data=data, max_expert_steps=3)

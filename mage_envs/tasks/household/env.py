@@ -27,6 +27,16 @@ format ``<action>open fridge 1</action>``.
   numbers the admissible commands, so a model that samples one token picks a command by
   its number; ``instance_split`` (the game's content decides its half: its scene, objects
   and goal, or ALFWorld's game file).
+* **Options that make the task easier to learn from scratch** (differences from ALFWorld,
+  off by default): ``looking_commands=False`` leaves the commands that only look
+  (``look``, ``inventory``, ``examine X``: most of a game's admissible list) out of the
+  legal ones; ``task_types`` draws only games of these ALFWorld task types;
+  ``max_expert_steps`` only generated games whose expert needs at most that many commands
+  (an explicit ``options["instance"]`` outside them is refused); ``progress_reward=c``
+  adds ``c`` times the shortening of the expert's remaining plan to every step's reward
+  (potential-based shaping: an episode's shaping sums to ``c`` times the plan's length at
+  the start minus at the end, so a win is still worth more than any loss; ``success`` is
+  unchanged).
 * **Seeding**: ``reset(seed=s)`` seeds ``np_random``; the instance numbers (drawn from
   ``range(num_games)``, or from ALFWorld's games) and the random fallback action come from
   a generator derived from it. ``reset(options={"instance": k})`` replays game ``k``.
@@ -50,6 +60,7 @@ Example (needs ``textworld``; compiles one game the first time):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -60,8 +71,17 @@ from ..base import TextTaskEnv, check_settings, label_room
 from .alfworld import AlfworldGame, alfworld_games, goal_from_intro, names_wrapper
 from .builder import game_file
 from .session import GameSession, Turn
-from .tasks import make_task
-from .text import done_commands, feedback_block, history_block, legal_block, observation_budget, rules, task_block
+from .tasks import TASK_TYPES, make_task
+from .text import (
+    done_commands,
+    feedback_block,
+    history_block,
+    is_looking,
+    legal_block,
+    observation_budget,
+    rules,
+    task_block,
+)
 
 SUCCESS_REWARD = 1.0
 #: Instances that ``reset()`` draws from when none is given (generated games).
@@ -71,6 +91,18 @@ _END_LINES = {
     "loss": "Out of actions: the task was not completed. The episode is over.",
     "forfeit": "You forfeited this episode by not answering with a legal action.",
 }
+
+
+def _check_task_types(task_types: Sequence[str] | None) -> tuple[str, ...] | None:
+    """``task_types`` as a tuple, each one of :data:`TASK_TYPES` (``ValueError`` otherwise)."""
+    if task_types is None:
+        return None
+    if isinstance(task_types, str) or not task_types:
+        raise ValueError(f"task_types must be a non-empty list of task types, got {task_types!r}")
+    unknown = [t for t in task_types if t not in TASK_TYPES]
+    if unknown:
+        raise ValueError(f"unknown task type {unknown[0]!r}; known: {', '.join(TASK_TYPES)}")
+    return tuple(task_types)
 
 
 def _require_textworld() -> None:
@@ -100,6 +132,16 @@ class HouseholdEnv(TextTaskEnv):
         alfworld_data: ALFWorld's data folder (default ``$ALFWORLD_DATA``).
         render_mode: ``None`` or ``"ansi"``.
         action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
+        looking_commands: list ``look``, ``inventory`` and ``examine X`` among the legal
+            commands (ALFWorld does); False leaves them out (they change nothing), unless
+            nothing else is admissible.
+        task_types: draw only games of these task types (:data:`TASK_TYPES`' names;
+            ``None``: all).
+        max_expert_steps: draw only generated games whose expert plan has at most this
+            many commands (``None``: all).
+        progress_reward: reward per command by which a step shortens the expert's plan
+            (negative when it lengthens it; 0: ALFWorld's reward, the default). A state
+            with no plan known (not won) keeps the last one's length.
     """
 
     task_name: ClassVar[str] = "Household"
@@ -117,9 +159,14 @@ class HouseholdEnv(TextTaskEnv):
         render_mode: str | None = None,
         action_labels: str = "none",
         instance_split: str = "all",
+        looking_commands: bool = True,
+        task_types: Sequence[str] | None = None,
+        max_expert_steps: int | None = None,
+        progress_reward: float = 0.0,
     ) -> None:
         check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1),
-                       ("num_games", num_games, 1))
+                       ("num_games", num_games, 1), *(() if max_expert_steps is None else
+                                                      (("max_expert_steps", max_expert_steps, 1),)))
         _require_textworld()
         super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
                          instance_split)
@@ -129,9 +176,17 @@ class HouseholdEnv(TextTaskEnv):
         if alfworld_split is not None:
             self._alfworld = alfworld_games(alfworld_split, alfworld_data)
         self.num_games = len(self._alfworld) or int(num_games)
+        self.looking_commands = bool(looking_commands)
+        self.task_types = _check_task_types(task_types)
+        if max_expert_steps is not None and self._alfworld:
+            raise ValueError("max_expert_steps applies to generated games only (ALFWorld's plans are not known "
+                             "before a game is played): leave it out with alfworld_split")
+        self.max_expert_steps = max_expert_steps
+        self.progress_reward = float(progress_reward)
+        self._pool = self._selected_games()
         self.observation_space: spaces.Text = text_space(observation_budget(self.max_steps, self.history_length)
                                                         + label_room(action_labels))
-        self._rules = rules(self.max_steps, alfworld=bool(self._alfworld))
+        self._rules = rules(self.max_steps, alfworld=bool(self._alfworld), looking=self.looking_commands)
         self._session: GameSession | None = None
         self._turn: Turn | None = None
 
@@ -185,16 +240,20 @@ class HouseholdEnv(TextTaskEnv):
         return self._turn is not None
 
     def _start(self, instance: int) -> None:
+        if self._pool is not None and not self._selects(instance):
+            raise ValueError(f"instance {instance} is a {self._game_type(instance)} game"
+                             + ("" if self._alfworld else f" whose expert needs {len(make_task(instance).walkthrough)} "
+                                "commands") + f", outside task_types={self.task_types} / "
+                             f"max_expert_steps={self.max_expert_steps}")
         self._path = self._locate(instance)
-        if self._alfworld:
-            self._task_type = self._alfworld[instance % len(self._alfworld)].task_type
-        else:
-            self._task_type = make_task(instance).task_type
+        self._task_type = self._game_type(instance)
         self._turn = self._open(self._path).reset()
         self._goal = goal_from_intro(self._turn.feedback)
 
     def _draw_instance(self) -> int:
-        return self._rng.randrange(self.num_games)
+        if self._pool is None:
+            return self._rng.randrange(self.num_games)
+        return self._pool[self._rng.randrange(len(self._pool))]
 
     def _split_key(self, instance: int) -> str:
         """The game: ALFWorld's file, or the generated task's scene, objects and goal."""
@@ -204,17 +263,48 @@ class HouseholdEnv(TextTaskEnv):
         return f"{task.scene}|{task.receptacles}|{task.items}|{task.goal}"
 
     def _legal_actions(self) -> list[str]:
-        return list(self._playing()[1].admissible)
+        admissible = list(self._playing()[1].admissible)
+        if self.looking_commands:
+            return admissible
+        return [c for c in admissible if not is_looking(c)] or admissible
 
     def _apply(self, action: str, reward: float) -> tuple[float, str | None]:
-        turn = self._turn = self._playing()[0].step(action)
+        session = self._playing()[0]
+        before = len(session.policy()) if self.progress_reward else 0
+        turn = self._turn = session.step(action)
         self._history.append((action, turn.feedback))
+        if self.progress_reward:
+            after = 0 if turn.won else (len(session.policy()) or before)
+            reward += self.progress_reward * (before - after)
         return (reward + SUCCESS_REWARD, "win") if turn.won else (reward, None)
 
     def _info_extras(self) -> dict[str, Any]:
         return {"task_type": self._task_type, "goal": self._goal}
 
     # ------------------------------------------------------------------ internals
+    def _game_type(self, instance: int) -> str:
+        """The task type of ``instance``'s game."""
+        if self._alfworld:
+            return self._alfworld[instance % len(self._alfworld)].task_type
+        return make_task(instance).task_type
+
+    def _selects(self, instance: int) -> bool:
+        """Whether ``instance``'s game is of ``task_types`` and within ``max_expert_steps``."""
+        if self.task_types is not None and self._game_type(instance) not in self.task_types:
+            return False
+        return self.max_expert_steps is None or len(make_task(instance).walkthrough) <= self.max_expert_steps
+
+    def _selected_games(self) -> list[int] | None:
+        """The instances ``reset()`` draws from under ``task_types`` / ``max_expert_steps``
+        (``None`` without them: all of ``range(num_games)``, drawn as before)."""
+        if self.task_types is None and self.max_expert_steps is None:
+            return None
+        pool = [k for k in range(self.num_games) if self._selects(k)]
+        if not pool:
+            raise ValueError(f"no game among the {self.num_games} has task_types={self.task_types} and "
+                             f"max_expert_steps={self.max_expert_steps}")
+        return pool
+
     def _locate(self, instance: int) -> Path:
         """The game file of ``instance`` (an ALFWorld game, or a generated one, built if needed)."""
         if self._alfworld:

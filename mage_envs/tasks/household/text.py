@@ -31,6 +31,11 @@ ALFWORLD_RULES = """You are in a household, one of ALFWorld's text games (played
 - Only the commands listed as legal are accepted.
 - The reward is 1 when the task is done, which ends the episode, and 0 otherwise. You have at most {max_steps} actions."""
 
+#: The rules' lines on the commands that only look (generated games, ALFWorld's).
+LOOK_LINE = "- look describes the room; inventory lists what you carry; examine X describes X."
+ALFWORLD_LOOK_LINE = "- go to X walks to receptacle X; look describes where you are; inventory lists what you hold; examine X describes X."
+#: The line that replaces them when the commands that only look are left out of the legal ones.
+NO_LOOKING_LINE = "- The game's answers describe what you see; commands that only look (look, inventory, examine) are not offered."
 ANSWER_FORMAT = answer_instruction("take apple 1 from countertop 1")
 GOAL_CHARS = 300
 FEEDBACK_CHARS = 2400
@@ -41,9 +46,18 @@ LEGAL_CHARS = 3000
 FIXED_CHARS = 400
 
 
-def rules(max_steps: int, alfworld: bool = False) -> str:
-    """The rules block: the generated games' commands, or ALFWorld's."""
-    return (ALFWORLD_RULES if alfworld else RULES).format(max_steps=max_steps)
+def rules(max_steps: int, alfworld: bool = False, looking: bool = True) -> str:
+    """The rules block: the generated games' commands, or ALFWorld's; without ``looking``
+    commands, the line on them says they are not offered.
+
+    Example:
+        >>> NO_LOOKING_LINE in rules(20, looking=False), "inventory lists" in rules(20, looking=False)
+        (True, False)
+    """
+    text = (ALFWORLD_RULES if alfworld else RULES).format(max_steps=max_steps)
+    if looking:
+        return text
+    return text.replace(LOOK_LINE, NO_LOOKING_LINE).replace(ALFWORLD_LOOK_LINE, f"- go to X walks to receptacle X.\n{NO_LOOKING_LINE}")
 
 
 def clip(text: str, budget: int) -> str:
@@ -81,8 +95,19 @@ def legal_block(legal: Sequence[str], notice: str | None, note: str = "") -> str
     return "\n".join(parts)
 
 
-#: Commands that only look: the memory's list of what was done leaves them out.
-LOOKING = ("look", "inventory", "examine ")
+#: Commands that only look (ALFWorld's ``help`` too): the memory's list of what was done
+#: leaves them out, and ``looking_commands=False`` the legal commands.
+LOOKING = ("look", "inventory", "examine ", "help")
+
+
+def is_looking(command: str) -> bool:
+    """Whether ``command`` only looks (``look``, ``inventory``, ``examine X``, ``help``).
+
+    Example:
+        >>> is_looking("examine fridge 1"), is_looking("open fridge 1")
+        (True, False)
+    """
+    return command.startswith(LOOKING)
 
 
 def done_commands(commands: Sequence[str]) -> list[str]:
@@ -93,7 +118,7 @@ def done_commands(commands: Sequence[str]) -> list[str]:
         >>> done_commands(["look", "open fridge 1", "examine apple 1", "open fridge 1", "take apple 1 from fridge 1"])
         ['open fridge 1', 'take apple 1 from fridge 1']
     """
-    return list(dict.fromkeys(c for c in commands if not c.startswith(LOOKING)))
+    return list(dict.fromkeys(c for c in commands if not is_looking(c)))
 
 
 def observation_budget(max_steps: int, history_length: int) -> int:

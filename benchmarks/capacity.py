@@ -313,6 +313,9 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: the config's)")
     parser.add_argument("--set", action="append", default=[], metavar="NAME=JSON",
                         help='a further config setting, e.g. --set \'lora_target_modules=["q_proj","down_proj"]\'')
+    parser.add_argument("--only-hands", type=int, nargs="+", default=None, metavar="N",
+                        help="fit the turns of these hands (attempts), counted from 1, only: whether their "
+                             "decisions fit on their own, apart from the other hands' labels")
     parser.add_argument("--save-adapter", default=None, metavar="DIR", help="save the trained adapter (or model) here")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
@@ -339,6 +342,8 @@ def main() -> None:
     torch.set_num_threads(threads_for(config.run.threads, policy.model))
     rows = (expert_turns(config, args.meta_episodes, args.seed) if single_agent
             else oracle_turns(config, args.meta_episodes, seed=args.seed, probe=args.probe))
+    if args.only_hands:
+        rows = [row for row in rows if row[3] + 1 in args.only_hands]
     labels: dict[str, set[str]] = {}
     for prompt, _, action, _, _ in rows:
         labels.setdefault(prompt, set()).add(action)

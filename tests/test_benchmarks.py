@@ -253,6 +253,18 @@ def test_capacity_with_an_adapter_on_the_top_layer_scores_through_the_frozen_tru
     assert all(f["nll"] > 0 and 0 <= f["above_half"] <= 1 for f in fit.values())
 
 
+def test_capacity_only_hands_fits_the_final_hand_alone(tmp_path):
+    pytest.importorskip("torch")
+    output = tmp_path / "capacity.json"
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "capacity.py"), "--steps", "2", "--batch", "8",
+                           "--meta-episodes", "6", "--eval-meta-episodes", "12", "--only-hands", "3",
+                           "--output", str(output)], capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(output.read_text())
+    fit = result["fit_by_hand"]
+    assert {key.split(" vs ")[0] for key in fit} == {"hand 3"} and fit["hand 3"]["turns"] == result["turns"] > 0
+
+
 def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(SCRIPT.parent))
     import learning

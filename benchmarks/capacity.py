@@ -179,14 +179,14 @@ class FrozenTrunk:
         self.split = len(self.lm.model.layers) - top_layers
         with torch.no_grad():
             self.states = [self._layers(self.lm.model.layers[:self.split], self.lm.model.embed_tokens(
-                torch.tensor([ids]))) for ids in tqdm(prompts, desc="frozen trunk", mininterval=10)]
+                torch.tensor([ids], device=self.lm.device))) for ids in tqdm(prompts, desc="frozen trunk", mininterval=10)]
 
     def _layers(self, layers, hidden: torch.Tensor) -> torch.Tensor:
         """``hidden`` (batch, width, size) through ``layers``, causally, from position 0."""
         width = hidden.shape[1]
-        positions = torch.arange(width)[None]
+        positions = torch.arange(width, device=hidden.device)[None]
         rotary = self.lm.model.rotary_emb(hidden, positions)
-        causal = torch.full((width, width), float("-inf"), dtype=hidden.dtype).triu(1)[None, None]
+        causal = torch.full((width, width), float("-inf"), dtype=hidden.dtype, device=hidden.device).triu(1)[None, None]
         for layer in layers:
             hidden = layer(hidden, attention_mask=causal, position_ids=positions, position_embeddings=rotary)
         return hidden
@@ -199,14 +199,15 @@ class FrozenTrunk:
         from mage_agent.policy import head_logits
 
         width = max(len(prompts[i]) for i in chosen)
-        hidden = torch.zeros((len(chosen), width, self.states[chosen[0]].shape[-1]), dtype=self.states[0].dtype)
+        hidden = torch.zeros((len(chosen), width, self.states[chosen[0]].shape[-1]), dtype=self.states[0].dtype,
+                             device=self.states[0].device)
         for row, i in enumerate(chosen):
             hidden[row, :len(prompts[i])] = self.states[i][0]
         hidden = self._layers(self.lm.model.layers[self.split:], hidden)
         last = self.lm.model.norm(hidden[torch.arange(len(chosen)), [len(prompts[i]) - 1 for i in chosen]])
         out = []
         for row, i in enumerate(chosen):
-            logits = head_logits(self.lm, last[row:row + 1], torch.tensor(allowed[i]))[0]
+            logits = head_logits(self.lm, last[row:row + 1], torch.tensor(allowed[i], device=last.device))[0]
             out.append(torch.log_softmax(logits.float(), dim=0)[allowed[i].index(targets[i])])
         return torch.stack(out)
 
@@ -232,7 +233,7 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     targets = [policy.single_token_ids([r[2]]) for r in unique]
     target_ids = [t[0] for t in targets]
     weights = torch.tensor([distinct[r] for r in unique], dtype=torch.float32)
-    weights /= weights.sum()
+    weights = (weights / weights.sum()).to(policy.device)
     budget = default_token_budget(policy.model.config, next(policy.model.parameters()).element_size())
     parts = micro_batches(prompts, budget)
     trunk = FrozenTrunk(policy, prompts, top_layers) if top_layers else None

@@ -415,3 +415,18 @@ def test_server_load_short_version_loses_nothing_and_leaves_no_session(tmp_path)
     assert set(report["server_rss_mib"]) == {"before_load", "after_each_load_round", "after_faults"}
     assert 0 < rows["slow clients"]["peak_http_sessions"] <= 4 + 8 + 1  # the flood kept to its cap (clients + 8)
     assert "lost" in done.stdout and len([line for line in done.stdout.splitlines() if line.endswith(" 0")]) >= 7
+
+
+def test_smollm2_gpu_tables_come_from_the_stored_runs():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import smollm2_gpu
+
+    table = smollm2_gpu.evaluated_table(smollm2_gpu.RESULTS)
+    assert table.startswith("3 seeds (s0, s1, s2)")
+    # seed 0's aggressive row, re-derived by hand from its eval.json: the mean of three seeds' final hands
+    finals = [json.loads((smollm2_gpu.RESULTS / s / "eval.json").read_text())["opponents"]["aggressive"]
+              ["mean_return_by_episode"][-1] for s in ("s0", "s1", "s2")]
+    row = next(line for line in table.splitlines() if line.startswith("| aggressive |"))
+    assert f"{sum(finals) / 3:+.3f}" in row
+    windows = smollm2_gpu.training_windows(smollm2_gpu.RESULTS)
+    assert "long-ent10: 50 iterations, 64 meta-episodes each" in windows

@@ -5,6 +5,8 @@ default was chosen on them), read, never written, from ``--default-dir``, and th
 
 * ``default``     — ``iterations-600-other-seeds``: the defaults at 600 iterations;
 * ``default-900`` — ``mage-other-seeds``: the defaults (900 iterations);
+* ``random-style`` — ``random-style-other-seeds``: the defaults (900 iterations) with
+  ``random-style`` in the population (``examples/random_style.yaml``);
 * ``league``      — the defaults at 600 iterations with ``--league true --league-sampling pfsp``
   (a snapshot every 100 iterations, 4 kept), trained here into ``--output-dir`` and paired
   with ``default`` by seed.
@@ -43,7 +45,8 @@ LEAGUE = {"league": True, "league_sampling": "pfsp", "league_interval": 100, "le
 OPPONENTS = ["cfr-argmax", "nash"]
 META_EPISODES = 300
 #: The runs of benchmarks/learning.py each default variant reads.
-DEFAULT_RUNS = {"default": "iterations-600-other-seeds", "default-900": "mage-other-seeds"}
+DEFAULT_RUNS = {"default": "iterations-600-other-seeds", "default-900": "mage-other-seeds",
+                "random-style": "random-style-other-seeds"}
 VARIANTS = [*DEFAULT_RUNS, "league"]
 
 

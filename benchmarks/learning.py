@@ -41,6 +41,10 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   are paired with ``stakes``;
 * ``return-std``      — the same advantages without stakes (is the scale-free option free?);
 * ``iterations-400`` — the default's length before it became 600 iterations;
+* ``random-style-other-seeds`` — the defaults with ``random-style`` (a pure style drawn for
+  each meta-episode) in the population, on seeds 20-29, paired with ``mage-other-seeds``;
+  ``fresh-deals-random-style-other-seeds`` the same population with ``examples/fresh_deals.yaml``'s
+  settings (not paired: no fresh-deal run of the default population is on those seeds);
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
   iterations unless the variant sets its own (``packed_forward: false``), compared among
   themselves (not run unless named);
@@ -154,6 +158,17 @@ PAIRED_WITH.update({f"{name}-900": "stakes-900" if name.startswith("stakes-") el
 #: defaults were chosen on seeds 0-19): this release's and the release before's.
 OTHER_SEEDS = {"mage-other-seeds": {"iterations": 900}, "iterations-600-other-seeds": {"iterations": 600}}
 VARIANTS.update(OTHER_SEEDS)
+#: The default with ``random-style`` (a pure style drawn per meta-episode, never a held-out one)
+#: added to the population at equal weight: chosen on seed 0 alone, measured on seeds 20-29
+#: beside ``mage-other-seeds``.
+RANDOM_STYLE_POPULATION = {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0, "random-style": 1.0}
+VARIANTS["random-style-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION}
+PAIRED_WITH["random-style-other-seeds"] = "mage-other-seeds"
+#: The same population with fresh deals (``examples/fresh_deals.yaml``'s settings), seeds 20-29:
+#: no fresh-deal run of the default population exists on those seeds, so it is not paired.
+VARIANTS["fresh-deals-random-style-other-seeds"] = {"repeat_instance": False, "entropy_hold": 0.7, "iterations": 1200,
+                                                    "population": RANDOM_STYLE_POPULATION}
+PAIRED_WITH["fresh-deals-random-style-other-seeds"] = "fresh-deals-random-style-other-seeds"
 PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS
                     if name not in PAIRED_WITH and name not in ("mage", "iterations-600", *OTHER_SEEDS)})
 ROOT = Path(__file__).resolve().parent.parent

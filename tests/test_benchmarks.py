@@ -430,3 +430,15 @@ def test_smollm2_gpu_tables_come_from_the_stored_runs():
     assert f"{sum(finals) / 3:+.3f}" in row
     windows = smollm2_gpu.training_windows(smollm2_gpu.RESULTS)
     assert "long-ent10: 50 iterations, 64 meta-episodes each" in windows
+
+
+def test_the_random_style_config_file_is_the_benchmarked_variant():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import learning
+
+    from mage_agent.config import TrainConfig, apply_overrides, load_config
+
+    shipped = load_config(SCRIPT.parent.parent / "examples" / "random_style.yaml")
+    variant = {k: v for k, v in learning.VARIANTS["random-style-other-seeds"].items() if k != "iterations"}
+    assert shipped.to_dict() == apply_overrides(TrainConfig(), variant).to_dict()
+    assert learning.VARIANTS["random-style-other-seeds"]["iterations"] == TrainConfig().run.iterations

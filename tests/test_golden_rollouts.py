@@ -3,7 +3,8 @@ was last written. It was written before the game facts moved to ``mage_envs.fact
 kept every digest), and rewritten for changes meant to alter play: the rules above the
 memory in the games' meta prompts; the tasks' episode summaries in ``info`` (Sokoban's
 moves and box positions, Household's and WebShop's actions) and their rules above the
-memory. Each digest is of a seeded rollout of random
+memory; Kuhn Poker's trainable split gaining ``random-style`` (its four ids, which play
+``opponent="trainable"``; with the six archetypes before it they give the old digests). Each digest is of a seeded rollout of random
 answers, hashed step by step (observations, rewards, flags and infos).
 
 Regenerate (only after a change that is meant to alter play):

@@ -5,6 +5,9 @@ info byte anywhere (a cached view, prompt or move table reused where it should n
 cache cleared, a replayed instance) changes a digest. The digests must also not depend on
 the size of the engine's cache of histories.
 
+Rewritten when Kuhn Poker's trainable split gained ``random-style`` (the three Kuhn rollouts that
+play ``opponent="trainable"``; without it they give the digests before).
+
 Regenerate (only after a change that is meant to alter play):
 ``python tests/test_rollout_digests.py > tests/fixtures/rollout_digests.json``.
 """

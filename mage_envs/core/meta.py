@@ -134,7 +134,7 @@ class MetaEpisodeWrapper(gym.Wrapper[str, str, str, str], gym.utils.RecordConstr
         if self._instances is not None:
             options = {"instance": self._instances[self.tracker.episode_index]}
         if self._opponent is not None:
-            options = {"opponent": self._opponent, **options}
+            options = {"opponent": self._opponent, "same_opponent": True, **options}
         obs, info = self.env.reset(seed=seed, options=options)
         return self.tracker.act_prompt(obs, self._preamble), self._info(info)
 

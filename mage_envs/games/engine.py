@@ -352,7 +352,9 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[ObsType, dict[str, Any]]:
-        """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id)."""
+        """Start an episode. ``options``: ``instance`` (replay a deal), ``opponent`` (an id),
+        ``same_opponent`` (the next episode of a meta-episode: the opponent keeps what it drew
+        for the meta-episode, see :meth:`~mage_envs.opponents.Opponent.continue_episodes`)."""
         if seed is not None:  # gymnasium's reset only seeds
             super().reset(seed=seed)
         seeded = seed is not None or self._actions is None
@@ -370,7 +372,10 @@ class OpenSpielGameEnv(gym.Env[ObsType, ActType]):
         if opponent is None:
             opponent = self._opponent_for(opponent_id)
         self._opponent = opponent
-        opponent.reset(self._rng)
+        if options and options.get("same_opponent"):
+            opponent.continue_episodes(self._rng)
+        else:
+            opponent.reset(self._rng)
         seat_option = self.seat_option
         self._seat = instance & 1 if seat_option == "random" else int(seat_option)
         self._actions, self._live = [], None

@@ -43,6 +43,13 @@ class Opponent(ABC):
         """Start a new episode; all randomness must come from ``rng``."""
         self._rng = rng
 
+    def continue_episodes(self, rng: random.Random) -> None:
+        """Start the next episode of the same meta-episode (``reset(options={"same_opponent":
+        True})``, which :class:`~mage_envs.core.meta.MetaEpisodeWrapper` passes from the second
+        episode on). By default the same as :meth:`reset`; an opponent whose style is drawn
+        per meta-episode keeps it here."""
+        self.reset(rng)
+
     @abstractmethod
     def act(self, state: pyspiel.State) -> int:
         """The action to play in ``state`` (the opponent is the player to move)."""

@@ -21,14 +21,16 @@ Example:
 from __future__ import annotations
 
 import functools
+import itertools
+import random
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ClassVar, cast
 
 import pyspiel
 
 from ..facts import load_game
 from ..facts.kuhn_poker import BET, GAME, PASS
-from .base import ActionProbs, Archetype, PolicyOpponent, Split, tabulate_policy
+from .base import ActionProbs, Archetype, Opponent, PolicyOpponent, Split, tabulate_policy
 
 CardProbs = tuple[float, float, float]  # indexed by card J, Q, K
 
@@ -112,6 +114,79 @@ STRATEGIES: dict[str, tuple[KuhnStrategy, Split, str]] = {
     ),
 }
 
+class RandomStyle(Opponent):
+    """A pure style drawn at random for each meta-episode: each of the twelve (decision point,
+    card) choices of :class:`KuhnStrategy` is a coin flip, redrawn while the style is one of
+    the held-out archetypes (so they stay unseen in training). The style is kept across the
+    episodes of a meta-episode (:meth:`continue_episodes`) and redrawn at every other reset.
+    Training against it asks the learner to read a style it has never met from the earlier
+    hands, rather than to recognise a few.
+
+    Example:
+        >>> import random, pyspiel
+        >>> opponent = RandomStyle()
+        >>> opponent.reset(random.Random(3)); first = opponent.strategy
+        >>> opponent.continue_episodes(random.Random(4)); opponent.strategy == first
+        True
+        >>> opponent.reset(random.Random(4)); opponent.strategy == first
+        False
+    """
+
+    name = "random-style"
+    stationary: ClassVar[bool] = False
+    #: the held-out archetypes' styles, never drawn
+    EXCLUDED = tuple(STRATEGIES[name][0] for name in ("bluffer", "calling-station", "maniac"))
+
+    def __init__(self) -> None:
+        self.strategy = STRATEGIES["conservative"][0]
+        self._rng = random.Random(0)
+
+    def reset(self, rng: random.Random) -> None:
+        self._rng = rng
+        while True:
+            bits = [float(rng.getrandbits(1)) for _ in range(12)]
+            strategy = KuhnStrategy(*(cast(CardProbs, tuple(bits[i:i + 3])) for i in range(0, 12, 3)))
+            if strategy not in self.EXCLUDED:
+                self.strategy = strategy
+                return
+
+    def continue_episodes(self, rng: random.Random) -> None:
+        self._rng = rng
+
+    def action_probabilities(self, state: pyspiel.State) -> ActionProbs:
+        """The move distribution of a style drawn afresh (what one episode against this
+        opponent, before anything is known of its style, meets): among the styles that can be
+        drawn and that took the opponent's own earlier moves of this hand, the share that
+        bets. What the exact oracles use; :meth:`act` plays the drawn style."""
+        return random_style_marginals()[state.information_state_string()]
+
+    def act(self, state: pyspiel.State) -> int:
+        return BET if self.strategy.bet_probability(state.information_state_string()) > 0.5 else PASS
+
+
+@functools.cache
+def random_style_marginals() -> dict[str, dict[int, float]]:
+    """``{information state: {action: probability}}`` of :class:`RandomStyle` over one episode:
+    the behaviour strategy equal to drawing one of its 4,093 styles, counted exactly.
+
+    Example:
+        >>> table = random_style_marginals()
+        >>> {a: round(p, 4) for a, p in table["0"].items()}, table["1pb"][BET]   # Jack first; Queen after check-bet
+        ({0: 0.5001, 1: 0.4999}, 0.5)
+    """
+    styles = [style for bits in itertools.product((0.0, 1.0), repeat=12)
+              if (style := KuhnStrategy(*(cast(CardProbs, bits[i:i + 3]) for i in range(0, 12, 3))))
+              not in RandomStyle.EXCLUDED]
+    table = {}
+    for card in range(3):
+        for history in ("", "b", "p", "pb"):
+            # at "pb" the opponent (first to act) checked before: only the styles that check this card
+            drawn = [s for s in styles if history != "pb" or s.open[card] == 0.0]
+            share = sum(s.bet_probability(f"{card}{history}") for s in drawn) / len(drawn)
+            table[f"{card}{history}"] = {a: p for a, p in ((PASS, 1.0 - share), (BET, share)) if p > 0.0}
+    return table
+
+
 #: CFR iterations behind ``cfr-argmax`` (the argmax is stable from ~100 iterations on).
 CFR_ITERATIONS = 2000
 
@@ -152,6 +227,12 @@ ARCHETYPE_TABLE: tuple[Archetype, ...] = (
     *(
         Archetype(name, functools.partial(_build, name), split, description)
         for name, (_, split, description) in STRATEGIES.items()
+    ),
+    Archetype(
+        "random-style",
+        lambda game: RandomStyle(),
+        "trainable",
+        "a pure style drawn at random for each meta-episode (never a held-out one), kept for its episodes",
     ),
     Archetype(
         "cfr-argmax",

@@ -153,7 +153,7 @@ def archetype(game: str, name: str) -> ArchetypeSpec:
     Example:
         >>> archetype("kuhn_poker", "agressive")
         Traceback (most recent call last):
-        mage_envs.opponents.registry.UnknownOpponentError: no opponent 'agressive' for game 'kuhn_poker' (did you mean 'aggressive'?); known: aggressive, bluffer, calling-station, cfr-argmax, conservative, intermediate, maniac, nash, random
+        mage_envs.opponents.registry.UnknownOpponentError: no opponent 'agressive' for game 'kuhn_poker' (did you mean 'aggressive'?); known: aggressive, bluffer, calling-station, cfr-argmax, conservative, intermediate, maniac, nash, random, random-style
     """
     if name.startswith(TABLE_PREFIX):
         return _table_spec(game, name)

@@ -13,6 +13,7 @@ Examples::
     mage view runs/kuhn --serve                # runs/kuhn/report.html, served on 127.0.0.1:8765
     mage exploitability --model runs/kuhn       # exact NashConv of a checkpoint's first hand
     mage tournament --agents nash,aggressive,best-response,bayes,runs/kuhn   # a round robin
+    mage tournament --agents nash,aggressive,openai:MODEL --base-url http://127.0.0.1:8000/v1   # an API model too
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import gymnasium as gym
 
@@ -42,6 +43,9 @@ from .oracle.adaptive import BayesAdaptiveAgent
 from .oracle.agents import BestResponseAgent, RandomLegalAgent
 from .registration import check_env_id, check_env_options
 from .transcripts import TRANSCRIPT_STEPS, start_transcript
+
+if TYPE_CHECKING:
+    from .tournament import Entrant
 
 GAMES = ("kuhn_poker", "leduc_poker", "tic_tac_toe")
 #: ``mage eval --agent`` choices: reference agents, local models (mage_agent, torch), API models.
@@ -281,6 +285,57 @@ def _cmd_exploitability(args: argparse.Namespace) -> int:
     return 0
 
 
+#: ``mage tournament``'s flags for ``openai:MODEL`` entrants (destination -> default); each
+#: defaults to ``None`` in the parser, so that one given without such an entrant is refused.
+TOURNAMENT_API_DEFAULTS: dict[str, Any] = {
+    "base_url": DEFAULT_BASE_URL, "api_key_env": "OPENAI_API_KEY", "api_samples": 8, "temperature": 1.0,
+    "concurrency": 8, "max_tokens": 256, "timeout": 60.0, "retries": 4, "prompting": "plain", "stop": None,
+}
+#: The prefix of an API model entrant: ``openai:MODEL``.
+OPENAI_PREFIX = "openai:"
+
+
+def _api_options(args: argparse.Namespace, api_entrants: Sequence[str]) -> dict[str, Any]:
+    """The ``openai:MODEL`` flags with their defaults; refused when given without such an entrant."""
+    given = [f"--{dest.replace('_', '-')}" for dest in TOURNAMENT_API_DEFAULTS if getattr(args, dest) is not None]
+    if given and not api_entrants:
+        raise ValueError(f"{', '.join(given)} apply to openai:MODEL entrants only (none in --agents)")
+    options = {dest: default if getattr(args, dest) is None else getattr(args, dest)
+               for dest, default in TOURNAMENT_API_DEFAULTS.items()}
+    if options["api_samples"] < 1:
+        raise ValueError(f"--api-samples must be >= 1, got {options['api_samples']}")
+    return options
+
+
+def _api_entrant(name: str, env_id: str, options: dict[str, Any], output: Path) -> Entrant:
+    """``openai:MODEL`` as an entrant: its first hand sampled through the API; the table is
+    saved to ``output`` (replayable as ``table:PATH``)."""
+    import dataclasses
+    import re
+
+    from .opponents.table import save_table
+    from .tournament import sampled_entrant
+
+    model = name[len(OPENAI_PREFIX):]
+    if not model:
+        raise ValueError("openai:MODEL needs the model's name (the one GET <base-url>/models lists)")
+    agent = OpenAIChatAgent(
+        model, options["base_url"], api_key_env=options["api_key_env"], temperature=options["temperature"],
+        max_tokens=options["max_tokens"], stop=options["stop"], timeout=options["timeout"],
+        retries=options["retries"], concurrency=options["concurrency"], prompting=options["prompting"], name=name)
+    print(f"mage: {name}: asking {agent.url} {options['api_samples']} times at every information state's first-hand "
+          f"prompt (temperature {options['temperature']:g}, {options['concurrency']} requests at a time)",
+          file=sys.stderr)
+    try:
+        entrant = sampled_entrant(env_id, agent, options["api_samples"], name=name)
+    except APIError as error:
+        raise APIError(f"{name} could not be tabulated: {error}", error.status) from None
+    path = save_table(entrant.table, output / f"policy_{re.sub(r'[^A-Za-z0-9._-]+', '_', name)}.json")
+    print(f"mage: {name}: {entrant.details['note']}; its table: {path}", file=sys.stderr)
+    return dataclasses.replace(entrant, details={**entrant.details, "base_url": options["base_url"],
+                                                 "table_file": str(path)})
+
+
 def _cmd_tournament(args: argparse.Namespace) -> int:
     from .registration import game_of
     from .tournament import ORACLES, Entrant, archetype_entrant, plot_tournament, round_robin
@@ -290,10 +345,15 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
     if game not in ("kuhn_poker", "leduc_poker"):
         raise ValueError(f"mage tournament plays Kuhn or Leduc Poker, not {args.env}")
     known = list_opponents(game)
+    names = [n.strip() for n in args.agents.split(",") if n.strip()]
+    options = _api_options(args, [n for n in names if n.startswith(OPENAI_PREFIX)])
+    output = Path(args.output_dir)
     entrants = []
-    for name in [n.strip() for n in args.agents.split(",") if n.strip()]:
+    for name in names:
         if name in ORACLES:
             entrants.append(Entrant(name, kind=name))
+        elif name.startswith(OPENAI_PREFIX):
+            entrants.append(_api_entrant(name, args.env, options, output))
         elif name in known or name.startswith(TABLE_PREFIX):
             entrants.append(archetype_entrant(game, name))
         elif Path(name).exists():
@@ -305,9 +365,8 @@ def _cmd_tournament(args: argparse.Namespace) -> int:
             entrants.append(Entrant("/".join(Path(name).resolve().parts[-2:]), table, in_prior=False))
         else:
             raise ValueError(f"{name!r} is neither an archetype of {game} ({', '.join(known)}), "
-                             f"{' nor '.join(ORACLES)}, a table:PATH, nor a checkpoint folder")
+                             f"{' nor '.join(ORACLES)}, a table:PATH, openai:MODEL, nor a checkpoint folder")
     result = round_robin(game, entrants, games=args.games, seed=args.seed)
-    output = Path(args.output_dir)
     path = result.save(output / "tournament.json")
     plot = plot_tournament(result, output / "tournament.png")
     print(result.table())
@@ -451,14 +510,39 @@ def build_parser() -> argparse.ArgumentParser:
                         description="Every agent plays every other from both seats over stratified deals (each "
                         "opening deal the same number of times): the payoff matrix with 95%% CIs and its exact "
                         "values, OpenSkill ratings, tournament.json and tournament.png. Checkpoints play their "
-                        "first-hand policy, tabulated (the [agent] extra).")
+                        "first-hand policy, tabulated (the [agent] extra). An API model (openai:MODEL, the [api] "
+                        "extra) plays the first-hand policy estimated from --api-samples answers at every "
+                        "information state's prompt (the full prompt `mage eval --agent openai` shows, empty "
+                        "memory); its answers that name no legal action are counted and left out, and a state "
+                        "with none valid is played uniformly and listed. Its table is saved as "
+                        "policy_openai_MODEL.json (replay it with table:PATH).")
     tr.add_argument("--agents", required=True,
                     help="comma-separated: archetype ids, best-response (the best response to each opponent), bayes "
-                    "(the best response to the listed archetypes, equally likely), checkpoint or run folders")
+                    "(the best response to the listed archetypes, equally likely), table:PATH, checkpoint or run "
+                    "folders, openai:MODEL (the model the server at --base-url serves; repeat for several models)")
     tr.add_argument("--env-id", "--env", dest="env", default=DEFAULT_ENV, help="environment id (default: %(default)s)")
     tr.add_argument("--games", type=int, default=100, help="games per opening deal and seat (default: %(default)s)")
     tr.add_argument("--seed", type=int, default=0, help="(default: %(default)s)")
     tr.add_argument("--output-dir", default="runs/tournament", help="(default: %(default)s)")
+    tapi = tr.add_argument_group("openai:MODEL entrants: any OpenAI-compatible endpoint (as mage eval --agent openai)")
+    tapi.add_argument("--base-url", default=None, help=f"API root (default: {DEFAULT_BASE_URL})")
+    tapi.add_argument("--api-key-env", default=None, help="environment variable holding the API key; unset: no "
+                      "Authorization header (default: OPENAI_API_KEY)")
+    tapi.add_argument("--api-samples", type=int, default=None, metavar="N",
+                      help="answers sampled per information state, one request each (default: 8)")
+    tapi.add_argument("--temperature", type=float, default=None,
+                      help="(default: 1, the model's own distribution; 0 with --api-samples 1: its greedy answer, "
+                      "as mage eval plays it by default)")
+    tapi.add_argument("--concurrency", type=int, default=None, help="requests in flight at most (default: 8)")
+    tapi.add_argument("--max-new-tokens", dest="max_tokens", type=int, default=None, metavar="N",
+                      help="answer budget in tokens (default: 256)")
+    tapi.add_argument("--prompting", choices=["plain", "react"], default=None,
+                      help="instructions added to the prompts, as mage eval --prompting (default: plain)")
+    tapi.add_argument("--stop", action="append", default=None, metavar="TEXT", help="stop string; repeat for several")
+    tapi.add_argument("--timeout", type=float, default=None, help="seconds per request (default: 60)")
+    tapi.add_argument("--retries", type=int, default=None,
+                      help="retries of a request after a timeout, a connection error, HTTP 429/5xx or a malformed "
+                      "body, with exponential backoff; then the tournament stops with the error (default: 4)")
     tr.set_defaults(func=_cmd_tournament)
 
     sv = sub.add_parser("serve", help="serve the envs over the OpenEnv protocol (needs the [serve] extra)")
@@ -505,8 +589,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {message}", file=sys.stderr)
         return 2
     except APIError as error:
-        print(f"error: {error}\nThe finished meta-episodes are in the transcript: rerun with --resume to continue.",
-              file=sys.stderr)
+        hint = ("\nThe finished meta-episodes are in the transcript: rerun with --resume to continue."
+                if args.command == "eval" else "")
+        print(f"error: {error}{hint}", file=sys.stderr)
         return 1
 
 

@@ -8,7 +8,10 @@ is antisymmetric. Entrants are first-hand policy tables (:class:`Entrant`): arch
 tabulated checkpoints (``mage tournament`` tabulates them with ``mage_agent``), and two
 oracles that see their opponent's table: ``best-response`` (the exact best response to each
 opponent it meets) and ``bayes`` (the best response to the archetypes of the tournament,
-drawn equally likely: the Bayes-optimal agent's first hand). ``payoff[a][b]`` is ``a``'s mean
+drawn equally likely: the Bayes-optimal agent's first hand). A text agent (an API model,
+any ``agent(observation, info)``) enters through :func:`sampled_entrant`: its first hand's
+table estimated from answers sampled at every information state's prompt
+(:class:`~mage_envs.oracle.sampling.SampledScorer`). ``payoff[a][b]`` is ``a``'s mean
 return against ``b`` (stratified mean, ± ``ci95``), ``exact[a][b]`` its expected value;
 ratings are OpenSkill's (Plackett-Luce) over duplicate matches: a game and its twin with the
 seats swapped (the same deal and streams), won by whoever won more chips over the two.
@@ -35,13 +38,16 @@ from typing import Any
 
 import pyspiel
 
+from .eval_protocol import protocol_env_kwargs
 from .facts import load_game
 from .opponents.base import sample_action
 from .opponents.registry import make_opponent
 from .opponents.table import TableOpponent
 from .oracle import tabular
-from .oracle.learner import best_response_opponent, match_value, seat_table
+from .oracle.learner import best_response_opponent, match_value, seat_table, tabulate
+from .oracle.prompts import first_hand_prompts
 from .oracle.result import seats
+from .oracle.sampling import SampledScorer
 
 #: The oracle entrants, whose table depends on the opponent.
 ORACLES = ("best-response", "bayes")
@@ -51,12 +57,14 @@ ORACLES = ("best-response", "bayes")
 class Entrant:
     """A tournament player: a ``table`` over both seats (``kind="table"``) or an oracle.
     ``in_prior``: a table entrant that is one of the archetypes the ``bayes`` oracle expects
-    (a checkpoint is not)."""
+    (a checkpoint is not). ``details``: how the table was made, reported with the results
+    (a sampled entrant's answers and invalid answers; its ``note`` is printed)."""
 
     name: str
     table: Mapping[str, Mapping[int, float]] = field(default_factory=dict)
     kind: str = "table"
     in_prior: bool = True
+    details: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.kind not in ("table", *ORACLES):
@@ -66,6 +74,34 @@ class Entrant:
 def archetype_entrant(game: str, name: str) -> Entrant:
     """Archetype ``name`` of ``game`` as an entrant."""
     return Entrant(name, tabular.archetype_table(load_game(game), make_opponent(game, name)))
+
+
+def sampled_entrant(env_id: str, agent: Any, samples: int = 8, env_kwargs: Mapping[str, Any] | None = None,
+                    name: str | None = None) -> Entrant:
+    """A text agent as an entrant: its first-hand policy (empty memory) estimated from
+    ``samples`` answers at the prompt of every information state of ``env_id``
+    (:class:`~mage_envs.oracle.sampling.SampledScorer`). ``agent``: ``agent(observation,
+    info) -> answer``, or an object with ``act_batch`` (all prompts go in one call: an
+    :class:`~mage_envs.agents.OpenAIChatAgent` sends them concurrently). ``env_kwargs``:
+    the env's options (default: what ``mage eval --agent openai`` shows, the full prompts
+    with the rules, no reflection). ``name``: default the agent's ``name``. The entrant's
+    ``details`` hold the sampling counts and the agent's ``settings``.
+
+    Example:
+        >>> bold = lambda obs, info: "<action>bet</action>" if "bet" in info["legal_actions"] else "<action>call</action>"
+        >>> entrant = sampled_entrant("mage/KuhnPoker-meta-v0", bold, samples=2, name="bold")
+        >>> entrant.table == archetype_entrant("kuhn_poker", "maniac").table, entrant.details["invalid"]
+        (True, 0)
+    """
+    kwargs = dict(protocol_env_kwargs(env_id, reflection=False, prompt_style="full") if env_kwargs is None
+                  else env_kwargs)
+    scorer = SampledScorer(agent, samples, accept_bare=bool(kwargs.get("accept_bare", True)))
+    table = tabulate(first_hand_prompts(env_id, kwargs), scorer)
+    label = name or getattr(agent, "name", None) or type(agent).__name__
+    settings = getattr(agent, "settings", None)
+    details = {"env_id": env_id, **scorer.report(), **({"settings": dict(settings)} if isinstance(settings, Mapping)
+                                                        else {})}
+    return Entrant(label, table, in_prior=False, details=details)
 
 
 @dataclass
@@ -80,10 +116,13 @@ class TournamentResult:
     ratings: dict[str, dict[str, float]]
     games: int
     seed: int
+    #: What the entrants that have ``details`` (a sampled text agent) reported, by name.
+    entrants: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         return {"game": self.game, "names": self.names, "games_per_deal_and_seat": self.games, "seed": self.seed,
-                "payoff": self.payoff, "ci95": self.ci95, "exact": self.exact, "ratings": self.ratings}
+                "payoff": self.payoff, "ci95": self.ci95, "exact": self.exact, "ratings": self.ratings,
+                "entrants": self.entrants}
 
     def save(self, path: str | Path) -> Path:
         path = Path(path)
@@ -102,6 +141,7 @@ class TournamentResult:
         lines.append("ratings (OpenSkill ordinal = mu - 3 sigma):")
         order = sorted(self.names, key=lambda n: -self.ratings[n]["ordinal"])
         lines += [f"  {n:<{width}} {self.ratings[n]['ordinal']:+7.2f}  (mu {self.ratings[n]['mu']:.2f})" for n in order]
+        lines += [f"{n}: {d['note']}" for n, d in self.entrants.items() if "note" in d]
         return "\n".join(lines)
 
 
@@ -140,7 +180,8 @@ def round_robin(game: str, entrants: Sequence[Entrant], games: int = 100, seed: 
             ci95[a][b] = 1.96 * math.sqrt(sum(v / games for v in variances)) / len(means)
             exact[a][b] = sum(match_value(game, seat_table(game, table_a, s), seat_table(game, table_b, 1 - s), s)
                               for s in seats("random")) / 2
-    return TournamentResult(game, names, payoff, ci95, exact, _ratings(names, played, seed), games, seed)
+    details = {e.name: dict(e.details) for e in entrants if e.details}
+    return TournamentResult(game, names, payoff, ci95, exact, _ratings(names, played, seed), games, seed, details)
 
 
 def _table(game: str, entrant: Entrant, opponent: Entrant,

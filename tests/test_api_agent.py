@@ -9,7 +9,6 @@ finished meta-episodes of an interrupted evaluation must survive and resume.
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
 import os
@@ -19,10 +18,11 @@ import subprocess
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+from api_helpers import chat_stub
 
 from mage_envs.agents import APIError, OpenAIChatAgent
 from mage_envs.agents.openai_chat import _retry_after
@@ -260,32 +260,6 @@ def test_mage_eval_refuses_an_api_agent_without_a_model(capsys):
     assert "needs --model" in capsys.readouterr().err
     assert main(["eval", "--agent", "random", "--prompting", "react"]) == 2
     assert "--prompting applies to --agent openai only" in capsys.readouterr().err
-
-
-@contextlib.contextmanager
-def chat_stub(reply: Callable[[dict, http.client.HTTPMessage], str]) -> Iterator[str]:
-    """A loopback chat endpoint whose answer is ``reply(request body, request headers)``;
-    yields its base URL."""
-
-    class Handler(BaseHTTPRequestHandler):
-        def log_message(self, *args: object) -> None:
-            pass
-
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            data = json.dumps({"choices": [{"message": {"content": reply(body, self.headers)}}]}).encode()
-            self.send_response(200)
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_key_is_sent_from_the_environment_and_not_kept(monkeypatch):

@@ -29,10 +29,12 @@ game (envs imported, WebShop's catalogue and index built), after each load round
 the faults (before the restart, which starts a new process); the largest reading may exceed
 the first by at most the larger of 10% of it and 32 MiB. Flat is not zero: the first round
 of 128 concurrent clients grows the worker-thread pool, the allocator's arenas and the envs'
-per-history caches, which Python keeps rather than returns (16 MiB, 4% of 367 MiB, in the
-2026-12-03 run), so the bound is twice that warm-up, or 10% of a larger server. What it
-catches is memory that grows with traffic: the default run serves about 9,600 steps in its
-two rounds, so keeping about 4 KiB for every step served (a prompt and its info) breaks it.
+per-history caches, which Python keeps rather than returns: 16 to 17 MiB of 367 MiB in the
+first round, 21 to 23 MiB (6%) over the whole run, the faults included, in five runs of
+the defaults. The bound is about twice that first round and 1.5 times the whole run's
+growth, or 10% of a larger server. What it catches is memory that grows with traffic: the
+default run serves about 9,600 steps in its two rounds, so keeping about 1.5 KiB for every
+step served breaks it on top of that growth (4 KiB a step alone would).
 A leaked *session* costs only 1 to 20 KiB (100 held HTTP sessions: Kuhn 2.0 MiB,
 Tic-Tac-Toe 1.3 MiB, WebShop 0.1 MiB, its catalogue being shared), far under any RSS
 bound: the session count returning to 0 after every phase is what catches those.
@@ -125,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
              "--max-body-bytes", str(MAX_BODY)]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     server = Server(flags, Path(tempfile.mkdtemp(prefix="server_load-")) / "server.log")
+    load_average = {"start": [round(x, 2) for x in os.getloadavg()]}  # 1, 5, 15 min: the machine's other work
     startup = server.start()
     rows = []
     try:
@@ -158,11 +161,13 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(restart_mid_episode(server))
     finally:
         server.stop()
+    load_average["end"] = [round(x, 2) for x in os.getloadavg()]
     memory_problem = rss_problem(rss_before, [*rss_after_load, rss_after_faults])
     growth = max([*rss_after_load, rss_after_faults]) - rss_before
     report = {
         "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "python": platform.python_version(), "server_flags": flags, "server_start_s": round(startup, 2),
+        "python": platform.python_version(), "load_average": load_average,
+        "server_flags": flags, "server_start_s": round(startup, 2),
         "clients": {"ws": args.ws_clients, "http": args.http_clients, "meta_episodes": args.meta_episodes, "games": games,
                     "processes": args.processes},
         "server_rss_mib": {"before_load": round(rss_before, 1), "after_each_load_round": rss_after_load,
@@ -199,6 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {r['phase']}: {problem}")
     if memory_problem is not None:
         print(f"FAILED: {memory_problem}")
+    print(f"load average (1, 5, 15 min): {load_average['start']} at the start, {load_average['end']} at the end")
     print(f"saved {args.output} (the server's log: {server.log})")
     return 1 if any(r["lost"] for r in rows) or memory_problem is not None else 0
 

@@ -191,9 +191,9 @@ HONEST: list[Spec] = [("ws", 0, "kuhn"), ("http", 0, "kuhn")]
 def served_while_held(server: Server, phase: str) -> tuple[dict[str, Any], list[str]]:
     """Honest clients played at once after a fault, while the sessions it left are still open (not yet reaped).
 
-    The figures (the sessions open when they started and when they had been served, which then
-    still counts an honest WebSocket whose close the server is processing; their steps and
-    latencies) and what went wrong: a client refused or answered differently from the local
+    The figures (the sessions open when they started and when they had been served, which may
+    still count an honest WebSocket whose close the server is processing, while the HTTP count
+    then is the fault's alone; their steps and latencies) and what went wrong: a client refused or answered differently from the local
     env, or no session left open when they started (the check then tested nothing).
     """
     held = server.health()

@@ -3,6 +3,10 @@
 Killed and frozen clients (forked processes, SIGKILL or SIGSTOP mid-episode), slow clients
 beside a flood of bare resets from another loopback address, malformed and oversized frames,
 wrong tokens, and the server killed and restarted under a replaying ``RemoteEnv``.
+
+Killed and frozen clients are also followed at once, before the server has reaped their
+sessions, by honest clients (:func:`~load_harness.served_while_held`), as the slow clients
+play during the flood.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from load_harness import (
     row,
     run_clients,
     seeds_of,
+    served_while_held,
     specs_of,
     wait_for_baseline,
 )
@@ -62,8 +67,10 @@ def killed_clients(server: Server, count: int, freeze: bool = False) -> dict[str
     pids = [process.pid for process in processes if process.pid is not None]
     for pid in pids:
         os.kill(pid, signal.SIGSTOP if freeze else signal.SIGKILL)
+    fault_seconds = time.monotonic() - start
     phase = f"frozen clients (SIGSTOP): {count}" if freeze else f"clients SIGKILLed mid-episode: {count}"
-    result = honest_check(server, phase, time.monotonic() - start, sessions_held=held)
+    during, wrong = served_while_held(server, "frozen clients" if freeze else "killed clients")
+    result = honest_check(server, phase, fault_seconds, wrong, sessions_held=held, while_held=during)
     for pid in pids if freeze else []:
         os.kill(pid, signal.SIGKILL)
     for process in processes:

@@ -3,7 +3,8 @@
 A :class:`Server` is ``mage serve`` in a subprocess on a free loopback port. Clients
 (:data:`Spec`: kind, index, game) play in threads of forked processes; :func:`lost` compares
 each one's digest with the same meta-episodes played in-process; :func:`row` makes a line of
-the table; :func:`honest_check` is what follows every fault.
+the table; :func:`honest_check` is what follows every fault, and :func:`served_while_held`
+what follows the killed and frozen clients at once, before their sessions are reaped.
 """
 
 from __future__ import annotations
@@ -183,12 +184,38 @@ def row(phase: str, results: list[dict[str, Any]], seconds: float, sessions_afte
             "sessions_after": sessions_after, "lost": len(problems), "problems": problems, **extra}
 
 
+#: The honest clients played after (and during) each fault: one WebSocket and one HTTP Kuhn player.
+HONEST: list[Spec] = [("ws", 0, "kuhn"), ("http", 0, "kuhn")]
+
+
+def served_while_held(server: Server, phase: str) -> tuple[dict[str, Any], list[str]]:
+    """Honest clients played at once after a fault, while the sessions it left are still open (not yet reaped).
+
+    The figures (the sessions open when they started and when they had been served, which may
+    still count an honest WebSocket whose close the server is processing, while the HTTP count
+    then is the fault's alone; their steps and latencies) and what went wrong: a client refused or answered differently from the local
+    env, or no session left open when they started (the check then tested nothing).
+    """
+    held = server.health()
+    results, seconds = run_clients(server.url, HONEST, 1, processes=0)
+    after = server.health()
+    problems = [f"while the {phase} held sessions: {problem}" for problem in lost(results, 1)]
+    if held["active_sessions"] == 0:
+        problems.append(f"the sessions of the {phase} were gone before honest clients could play beside them")
+    figures = row("", results, seconds, after["active_sessions"], problems)
+    return {"sessions_at_start": held["active_sessions"], "ws_sessions_at_start": held["ws_sessions"],
+            "http_sessions_at_start": held["http_sessions"], "sessions_when_served": after["active_sessions"],
+            "http_sessions_when_served": after["http_sessions"], "clients": figures["clients"],
+            "steps": figures["steps"], "seconds": figures["seconds"], "p50_ms": figures["p50_ms"],
+            "p99_ms": figures["p99_ms"]}, problems
+
+
 def honest_check(server: Server, phase: str, seconds: float, wrong: list[str] | None = None,
                  **extra: Any) -> dict[str, Any]:
     """After a fault (and its ``wrong`` answers): back to the baseline, then honest clients served as locally."""
     count, waited = wait_for_baseline(server)
     health = server.health()
-    results, played_for = run_clients(server.url, [("ws", 0, "kuhn"), ("http", 0, "kuhn")], 1, processes=0)
+    results, played_for = run_clients(server.url, HONEST, 1, processes=0)
     problems = list(wrong or []) + lost(results, 1)
     if health["status"] != "healthy":
         problems.append(f"unhealthy after {phase}: {health}")

@@ -13,11 +13,31 @@
    answers no ping); slow clients (a pause before every step) next to a flood of
    ``--flood`` bare resets from another address (``--max-sessions-per-client`` keeps the
    flood to its share); malformed and oversized frames and bodies; wrong tokens; the server
-   SIGKILLed and restarted mid-episode under a ``RemoteEnv`` that replays.
+   SIGKILLed and restarted mid-episode under a ``RemoteEnv`` that replays. Honest clients
+   also play *while* the faulty sessions are held: the slow ones during the flood, and one
+   WebSocket and one HTTP client at once after the SIGKILL and the SIGSTOP, before the server
+   has reaped the sessions those left (the phase fails if none was left open when they
+   started).
 
 Prints a table (phase, clients, steps, steps/s, p50, p99, sessions after, lost) and writes
 the figures to ``--output`` (default ``benchmarks/results/server_load.json``). Exits 1 if
-anything was lost, misrouted, answered wrongly or left a session behind.
+anything was lost, misrouted, answered wrongly or left a session behind, or if the server's
+resident memory grew by more than :func:`rss_bound_mib` over the run.
+
+**The memory bound.** The server's resident memory is read after one warm-up client per
+game (envs imported, WebShop's catalogue and index built), after each load round and after
+the faults (before the restart, which starts a new process); the largest reading may exceed
+the first by at most the larger of 10% of it and 32 MiB. Flat is not zero: the first round
+of 128 concurrent clients grows the worker-thread pool, the allocator's arenas and the envs'
+per-history caches, which Python keeps rather than returns: 16 to 17 MiB of 367 MiB in the
+first round, 21 to 23 MiB (6%) over the whole run, the faults included, in five runs of
+the defaults. The bound is about twice that first round and 1.5 times the whole run's
+growth, or 10% of a larger server. What it catches is memory that grows with traffic: the
+default run serves about 9,600 steps in its two rounds, so keeping about 1.5 KiB for every
+step served breaks it on top of that growth (4 KiB a step alone would).
+A leaked *session* costs only 1 to 20 KiB (100 held HTTP sessions: Kuhn 2.0 MiB,
+Tic-Tac-Toe 1.3 MiB, WebShop 0.1 MiB, its catalogue being shared), far under any RSS
+bound: the session count returning to 0 after every phase is what catches those.
 
 Its parts: ``load_clients.py`` (the policy, the WebSocket and HTTP players, digests),
 ``load_harness.py`` (the server, the clients, the checks), ``load_faults.py`` (the faults).
@@ -51,6 +71,36 @@ from load_harness import (
     wait_for_baseline,
 )
 
+#: The memory bound: growth allowed over the run, the larger of this share of the first reading ...
+RSS_GROWTH_SHARE = 0.10
+#: ... and this many MiB.
+RSS_GROWTH_MIB = 32.0
+
+
+def rss_bound_mib(before: float) -> float:
+    """The most the server's resident memory may grow over the run, in MiB, from ``before``.
+
+    >>> rss_bound_mib(100.0), rss_bound_mib(367.0), rss_bound_mib(1000.0)
+    (32.0, 36.7, 100.0)
+    """
+    return max(RSS_GROWTH_SHARE * before, RSS_GROWTH_MIB)
+
+
+def rss_problem(before: float, after: list[float]) -> str | None:
+    """Why the readings ``after`` (MiB) break the memory bound from ``before``; ``None`` when they do not.
+
+    >>> rss_problem(367.0, [383.0, 385.0, 388.0]) is None
+    True
+    >>> rss_problem(367.0, [383.0, 410.0, 388.0])
+    'server memory grew 43.0 MiB (367.0 -> 410.0 MiB), over the bound of 36.7 MiB (the larger of 10% and 32 MiB)'
+    """
+    peak = max(after, default=before)
+    bound = rss_bound_mib(before)
+    if peak - before <= bound:
+        return None
+    return (f"server memory grew {peak - before:.1f} MiB ({before:.1f} -> {peak:.1f} MiB), over the bound of "
+            f"{bound:.1f} MiB (the larger of {RSS_GROWTH_SHARE:.0%} and {RSS_GROWTH_MIB:g} MiB)")
+
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -77,6 +127,7 @@ def main(argv: list[str] | None = None) -> int:
              "--max-body-bytes", str(MAX_BODY)]
     args.output.parent.mkdir(parents=True, exist_ok=True)
     server = Server(flags, Path(tempfile.mkdtemp(prefix="server_load-")) / "server.log")
+    load_average = {"start": [round(x, 2) for x in os.getloadavg()]}  # 1, 5, 15 min: the machine's other work
     startup = server.start()
     rows = []
     try:
@@ -110,13 +161,19 @@ def main(argv: list[str] | None = None) -> int:
         rows.append(restart_mid_episode(server))
     finally:
         server.stop()
+    load_average["end"] = [round(x, 2) for x in os.getloadavg()]
+    memory_problem = rss_problem(rss_before, [*rss_after_load, rss_after_faults])
+    growth = max([*rss_after_load, rss_after_faults]) - rss_before
     report = {
         "date": time.strftime("%Y-%m-%d"), "machine": f"{platform.machine()}, {os.cpu_count()} CPUs",
-        "python": platform.python_version(), "server_flags": flags, "server_start_s": round(startup, 2),
+        "python": platform.python_version(), "load_average": load_average,
+        "server_flags": flags, "server_start_s": round(startup, 2),
         "clients": {"ws": args.ws_clients, "http": args.http_clients, "meta_episodes": args.meta_episodes, "games": games,
                     "processes": args.processes},
         "server_rss_mib": {"before_load": round(rss_before, 1), "after_each_load_round": rss_after_load,
-                           "after_faults": round(rss_after_faults, 1)},
+                           "after_faults": round(rss_after_faults, 1),
+                           "growth": round(growth, 1),
+                           "bound": round(rss_bound_mib(rss_before), 1), "within_bound": memory_problem is None},
         "rows": rows,
     }
     args.output.write_text(json.dumps(report, indent=2) + "\n")
@@ -131,15 +188,25 @@ def main(argv: list[str] | None = None) -> int:
         back = f"{r['seconds_to_baseline']:.1f}" if "seconds_to_baseline" in r else ""
         print(f"{r['phase']:44s} {r['clients']:7d} {r['steps']:6d} {rate:>8s} {p50:>7s} {p99:>7s} "
               f"{r['sessions_after']:14d} {back:>7s} {r['lost']:4d}")
+    for r in rows:
+        if "while_held" in r:
+            w = r["while_held"]
+            print(f"{r['phase']}: {w['clients']} honest clients served while the faulty sessions were held "
+                  f"({w['sessions_at_start']} open when they started, {w['sessions_when_served']} when served), "
+                  f"{w['steps']} steps, p99 {w['p99_ms']} ms")
     print(f"load: served {load['steps_per_s']:.0f} steps/s, in-process {load['local_steps_per_s']:.0f} steps/s, "
           f"ratio {load['served_to_local']:.2f}; WS p99 {load.get('ws_p99_ms')} ms, HTTP p99 {load.get('http_p99_ms')} ms")
     print(f"server memory (MiB): {rss_before:.0f} before load, {rss_after_load} after each round, "
-          f"{rss_after_faults:.0f} after the faults")
+          f"{rss_after_faults:.0f} after the faults; grew {growth:.1f}, bound "
+          f"{rss_bound_mib(rss_before):.1f}")
     for r in rows:
         for problem in r["problems"]:
             print(f"  {r['phase']}: {problem}")
+    if memory_problem is not None:
+        print(f"FAILED: {memory_problem}")
+    print(f"load average (1, 5, 15 min): {load_average['start']} at the start, {load_average['end']} at the end")
     print(f"saved {args.output} (the server's log: {server.log})")
-    return 1 if any(r["lost"] for r in rows) else 0
+    return 1 if any(r["lost"] for r in rows) or memory_problem is not None else 0
 
 
 if __name__ == "__main__":

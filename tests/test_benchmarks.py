@@ -399,9 +399,9 @@ def test_the_fresh_deal_config_file_is_the_benchmarked_variant():
 def test_server_load_short_version_loses_nothing_and_leaves_no_session(tmp_path):
     script = SCRIPT.parent / "server_load.py"
     output = tmp_path / "server_load.json"
-    done = subprocess.run([sys.executable, str(script), "--ws-clients", "2", "--http-clients", "2",
+    done = subprocess.run([sys.executable, str(script), "--ws-clients", "3", "--http-clients", "3",
                            "--meta-episodes", "1", "--rounds", "1", "--processes", "1", "--flood", "40", "--killed", "2", "--slow", "1",
-                           "--bad", "1", "--tokens", "2", "--games", "kuhn,tictactoe", "--output", str(output)],
+                           "--bad", "1", "--tokens", "2", "--games", "kuhn,tictactoe,webshop", "--output", str(output)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]  # non-zero: something was lost
     report = json.loads(output.read_text())
@@ -409,12 +409,31 @@ def test_server_load_short_version_loses_nothing_and_leaves_no_session(tmp_path)
     assert list(rows) == ["load", "clients SIGKILLed mid-episode", "frozen clients (SIGSTOP)", "slow clients",
                           "malformed + oversized frames", "wrong tokens", "server SIGKILLed + restarted mid-episode"]
     assert all(row["lost"] == 0 and row["sessions_after"] == 0 and row["steps"] > 0 for row in rows.values())
-    assert rows["load"]["clients"] == 4 and rows["load"]["served_to_local"] > 0
+    assert rows["load"]["clients"] == 6 and rows["load"]["served_to_local"] > 0  # WebShop, Tic-Tac-Toe, Kuhn x WS, HTTP
     assert rows["clients SIGKILLed mid-episode"]["sessions_held"] == 2  # they held sessions, which were freed
+    for phase in ("clients SIGKILLed mid-episode", "frozen clients (SIGSTOP)"):  # honest clients served beside them
+        during = rows[phase]["while_held"]
+        assert during["clients"] == 2 and during["steps"] > 0 and during["sessions_at_start"] >= 1
     assert rows["slow clients"]["flood_statuses"] == {"200": 40}  # no bare reset refused
-    assert set(report["server_rss_mib"]) == {"before_load", "after_each_load_round", "after_faults"}
-    assert 0 < rows["slow clients"]["peak_http_sessions"] <= 4 + 8 + 1  # the flood kept to its cap (clients + 8)
+    memory = report["server_rss_mib"]
+    assert set(memory) == {"before_load", "after_each_load_round", "after_faults", "growth", "bound", "within_bound"}
+    assert memory["within_bound"] and memory["bound"] >= 32
+    assert 0 < rows["slow clients"]["peak_http_sessions"] <= 6 + 8 + 1  # the flood kept to its cap (clients + 8)
     assert "lost" in done.stdout and len([line for line in done.stdout.splitlines() if line.endswith(" 0")]) >= 7
+
+
+def test_server_load_fails_when_the_servers_memory_grows_past_its_bound():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import server_load
+
+    assert server_load.rss_bound_mib(100.0) == 32.0  # small servers: 32 MiB
+    assert server_load.rss_bound_mib(500.0) == pytest.approx(50.0)  # large ones: 10%
+    assert server_load.rss_problem(367.0, [383.0, 385.0, 388.0]) is None  # the warm-up of a first round
+    assert server_load.rss_problem(100.0, [132.0]) is None  # exactly at the bound
+    assert server_load.rss_problem(100.0, []) is None
+    problem = server_load.rss_problem(100.0, [120.0, 132.5, 110.0])  # the largest reading counts, not the last
+    assert problem is not None and "grew 32.5 MiB (100.0 -> 132.5 MiB)" in problem and "bound of 32.0 MiB" in problem
+    assert server_load.rss_problem(500.0, [551.0]) is not None and server_load.rss_problem(500.0, [549.0]) is None
 
 
 def test_smollm2_gpu_tables_come_from_the_stored_runs():

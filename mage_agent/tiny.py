@@ -33,6 +33,11 @@ import mage_envs  # noqa: F401  (registers the environments whose text we learn)
 SPECIAL_TOKENS = {"pad_token": "<pad>", "unk_token": "<unk>", "eos_token": "<eos>", "bos_token": "<bos>"}
 #: Environments whose prompts make up the tokenizer's corpus.
 CORPUS_ENVS = ("mage/KuhnPoker-meta-v0", "mage/LeducPoker-meta-v0", "mage/TicTacToe-meta-v0")
+#: The opponents the corpus plays, by env: Kuhn Poker's trainable split when the vocabulary was
+#: fixed. An archetype added to a split later must not reorder the embedded model's vocabulary
+#: (a word's id follows its frequency in the corpus), or every stored run's model would change.
+CORPUS_OPPONENTS = {"mage/KuhnPoker-meta-v0": ("conservative", "aggressive", "intermediate", "random", "nash",
+                                               "cfr-argmax")}
 
 
 @dataclass(frozen=True)
@@ -58,7 +63,8 @@ def env_corpus(
     texts: list[str] = []
     for env_id in CORPUS_ENVS:
         for style in styles:
-            env = gym.make(env_id, prompt_style=style)
+            opponent = CORPUS_OPPONENTS.get(env_id)
+            env = gym.make(env_id, prompt_style=style, **({"opponent": list(opponent)} if opponent else {}))
             for game in range(games_per_env):
                 obs, info = env.reset(seed=seed + game)
                 while True:

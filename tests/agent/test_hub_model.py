@@ -46,7 +46,10 @@ def chatml_tokenizer() -> PreTrainedTokenizerFast:
 def teach_answer_format(policy: Policy, steps: int = 120) -> None:
     """Supervised steps on ``<action>legal</action><|im_end|>`` answers to compact Kuhn prompts."""
     rng = random.Random(0)
-    env = gym.make("mage/KuhnPoker-meta-v0", prompt_style="compact", reflection=False)
+    from mage_agent.tiny import CORPUS_OPPONENTS   # fixed opponents: the taught model does not move with the splits
+
+    env = gym.make("mage/KuhnPoker-meta-v0", prompt_style="compact", reflection=False,
+                   opponent=list(CORPUS_OPPONENTS["mage/KuhnPoker-meta-v0"]))
     examples = []
     for seed in range(40):
         obs, info = env.reset(seed=seed)

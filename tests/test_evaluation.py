@@ -225,7 +225,7 @@ def test_cli_says_what_trainable_and_the_population_mean(tmp_path, capsys):
     out = capsys.readouterr().out
     splits = dict(line.split()[:2] for line in out.splitlines() if line and not line.startswith(("trainable:", "mage")))
     assert [name for name, split in splits.items() if split == "trainable"] == [
-        "conservative", "aggressive", "intermediate", "random", "nash", "cfr-argmax"]
+        "conservative", "aggressive", "intermediate", "random", "nash", "random-style", "cfr-argmax"]
     assert ("mage train's default population (what it trains against): conservative, aggressive, intermediate; "
             "its evaluations add bluffer, calling-station, maniac.") in out
     # the split's name before still works, with a note

@@ -22,7 +22,7 @@ from transformers import PreTrainedTokenizerFast, Qwen2Config, Qwen2ForCausalLM
 
 from mage_agent.config import TrainConfig, apply_overrides
 from mage_agent.policy import Policy
-from mage_agent.tiny import env_corpus
+from mage_agent.tiny import CORPUS_OPPONENTS, env_corpus
 from mage_agent.trainer import Trainer
 from mage_envs.cli import main
 
@@ -46,10 +46,8 @@ def chatml_tokenizer() -> PreTrainedTokenizerFast:
 def teach_answer_format(policy: Policy, steps: int = 120) -> None:
     """Supervised steps on ``<action>legal</action><|im_end|>`` answers to compact Kuhn prompts."""
     rng = random.Random(0)
-    from mage_agent.tiny import CORPUS_OPPONENTS   # fixed opponents: the taught model does not move with the splits
-
-    env = gym.make("mage/KuhnPoker-meta-v0", prompt_style="compact", reflection=False,
-                   opponent=list(CORPUS_OPPONENTS["mage/KuhnPoker-meta-v0"]))
+    env = gym.make("mage/KuhnPoker-meta-v0", prompt_style="compact", reflection=False,   # fixed opponents: the
+                   opponent=list(CORPUS_OPPONENTS["mage/KuhnPoker-meta-v0"]))          # model stays as the splits grow
     examples = []
     for seed in range(40):
         obs, info = env.reset(seed=seed)

@@ -63,8 +63,10 @@ def env_corpus(
     texts: list[str] = []
     for env_id in CORPUS_ENVS:
         for style in styles:
-            opponent = CORPUS_OPPONENTS.get(env_id)
-            env = gym.make(env_id, prompt_style=style, **({"opponent": list(opponent)} if opponent else {}))
+            kwargs: dict[str, Any] = {"prompt_style": style}
+            if env_id in CORPUS_OPPONENTS:
+                kwargs["opponent"] = list(CORPUS_OPPONENTS[env_id])
+            env = gym.make(env_id, **kwargs)
             for game in range(games_per_env):
                 obs, info = env.reset(seed=seed + game)
                 while True:

@@ -166,11 +166,11 @@ VARIANTS["random-style-other-seeds"] = {"iterations": 900, "population": RANDOM_
 PAIRED_WITH["random-style-other-seeds"] = "mage-other-seeds"
 #: The same population with fresh deals (``examples/fresh_deals.yaml``'s settings), seeds 20-29:
 #: no fresh-deal run of the default population exists on those seeds, so it is not paired.
-VARIANTS["fresh-deals-random-style-other-seeds"] = {"repeat_instance": False, "entropy_hold": 0.7, "iterations": 1200,
-                                                    "population": RANDOM_STYLE_POPULATION}
-PAIRED_WITH["fresh-deals-random-style-other-seeds"] = "fresh-deals-random-style-other-seeds"
-PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS
-                    if name not in PAIRED_WITH and name not in ("mage", "iterations-600", *OTHER_SEEDS)})
+UNPAIRED_OTHER_SEEDS = {"fresh-deals-random-style-other-seeds": {
+    "repeat_instance": False, "entropy_hold": 0.7, "iterations": 1200, "population": RANDOM_STYLE_POPULATION}}
+VARIANTS.update(UNPAIRED_OTHER_SEEDS)
+PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS if name not in PAIRED_WITH
+                    and name not in ("mage", "iterations-600", *OTHER_SEEDS, *UNPAIRED_OTHER_SEEDS)})
 ROOT = Path(__file__).resolve().parent.parent
 #: Iterations between a run's checkpoints: a killed benchmark continues each run from its last.
 CHECKPOINT_EVERY = 100

@@ -24,7 +24,7 @@ import functools
 import itertools
 import random
 from dataclasses import dataclass
-from typing import Callable, ClassVar, cast
+from typing import Callable, ClassVar, Sequence, cast
 
 import pyspiel
 
@@ -48,6 +48,15 @@ class KuhnStrategy:
     def simple(cls, bet: CardProbs, call: CardProbs) -> KuhnStrategy:
         """The same betting rule whether first or checked to; the same calling rule."""
         return cls(open=bet, check_raise_call=call, bet_when_checked=bet, call=call)
+
+    @classmethod
+    def from_bits(cls, bits: Sequence[float]) -> KuhnStrategy:
+        """The strategy of twelve probabilities, three cards at a time in field order.
+
+        >>> KuhnStrategy.from_bits([0, 0, 1] * 4) == KuhnStrategy.simple(bet=(0, 0, 1), call=(0, 0, 1))
+        True
+        """
+        return cls(*(cast(CardProbs, tuple(bits[i:i + 3])) for i in range(0, 12, 3)))
 
     def bet_probability(self, info_state: str) -> float:
         card, history = int(info_state[0]), info_state[1:]
@@ -139,19 +148,16 @@ class RandomStyle(Opponent):
 
     def __init__(self) -> None:
         self.strategy = STRATEGIES["conservative"][0]
-        self._rng = random.Random(0)
 
     def reset(self, rng: random.Random) -> None:
-        self._rng = rng
         while True:
-            bits = [float(rng.getrandbits(1)) for _ in range(12)]
-            strategy = KuhnStrategy(*(cast(CardProbs, tuple(bits[i:i + 3])) for i in range(0, 12, 3)))
+            strategy = KuhnStrategy.from_bits([float(rng.getrandbits(1)) for _ in range(12)])
             if strategy not in self.EXCLUDED:
                 self.strategy = strategy
                 return
 
     def continue_episodes(self, rng: random.Random) -> None:
-        self._rng = rng
+        """Keep the style drawn for the meta-episode (a pure style draws nothing more)."""
 
     def action_probabilities(self, state: pyspiel.State) -> ActionProbs:
         """The move distribution of a style drawn afresh (what one episode against this
@@ -175,8 +181,7 @@ def random_style_marginals() -> dict[str, dict[int, float]]:
         ({0: 0.5001, 1: 0.4999}, 0.5)
     """
     styles = [style for bits in itertools.product((0.0, 1.0), repeat=12)
-              if (style := KuhnStrategy(*(cast(CardProbs, bits[i:i + 3]) for i in range(0, 12, 3))))
-              not in RandomStyle.EXCLUDED]
+              if (style := KuhnStrategy.from_bits(bits)) not in RandomStyle.EXCLUDED]
     table = {}
     for card in range(3):
         for history in ("", "b", "p", "pb"):

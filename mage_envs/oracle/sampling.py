@@ -28,15 +28,11 @@ Example (an agent that bets when it may and calls otherwise, and one that answer
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from ..core.parsing import parse_action
 from .prompts import StatePrompt
-
-#: A text agent: ``agent(observation, info) -> answer``, optionally with
-#: ``act_batch(observations, infos) -> answers``.
-TextAgent = Callable[[str, dict[str, Any]], str]
 
 
 class SampledScorer:

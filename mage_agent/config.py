@@ -246,6 +246,9 @@ class LeagueConfig:
         "help": "'uniform' (the shares above) or 'pfsp' (each weight times (1 - the learner's recent win rate "
                 "against that member) ** league_pfsp_power)"})
     league_pfsp_power: float = field(default=2.0, metadata={"help": "pfsp's exponent (>= 0; 0 is uniform)"})
+    league_best_response: bool = field(default=False, metadata={
+        "help": "with each snapshot, also add the exact best response to it (best-response-NNNNNN, a deterministic "
+                "table) as a member: opponents that punish what the learner's first hand gives away"})
 
 
 def help_of(f: dataclasses.Field) -> str:

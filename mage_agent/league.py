@@ -8,7 +8,11 @@ drawn from the archetypes (their weights scaled to ``1 - league_share``) and the
 (``league_share``, split equally), then, with ``league_sampling="pfsp"``, every weight is
 multiplied by ``(1 - w) ** league_pfsp_power``, ``w`` being the learner's recent win rate
 against that member (prioritised fictitious self-play: the opponents it beats least are met
-most). :class:`League` keeps the members, the win counts (decayed by
+most). With ``best_response=True`` each snapshot brings a second member,
+``best-response-NNNNNN``: the exact best response to that snapshot's first hand
+(:func:`~mage_envs.oracle.learner.best_response_opponent`, a deterministic table), so the
+pool punishes what the learner's first hand gave away (as in double-oracle and fictitious
+play); a snapshot's members leave the pool together. :class:`League` keeps the members, the win counts (decayed by
 :data:`WIN_RATE_DECAY` each iteration), OpenSkill ratings fitted to one match per member
 and iteration, the learner's mean final hand against it (a snapshot starts at the learner's
 rating when it froze) and the exact payoff matrix
@@ -37,19 +41,21 @@ from mage_envs.facts import load_game
 from mage_envs.opponents.registry import make_opponent
 from mage_envs.opponents.table import Table, TableOpponent
 from mage_envs.oracle import tabular
-from mage_envs.oracle.learner import match_value, seat_table
+from mage_envs.oracle.learner import best_response_opponent, match_value, seat_table
 
 #: Win and game counts are multiplied by this every iteration (a window of about 20 iterations).
 WIN_RATE_DECAY = 0.95
 #: The learner's name in ratings and the payoff matrix.
 LEARNER = "learner"
+#: Member name prefixes: the learner's frozen first hand, and the best response to it.
+SNAPSHOT, BEST_RESPONSE = "snapshot-", "best-response-"
 
 
 class League:
     """The snapshots, their sampling weights, win rates, ratings and payoff matrix."""
 
     def __init__(self, game: str, population: Mapping[str, float], interval: int, pool_size: int, share: float,
-                 sampling: str, pfsp_power: float) -> None:
+                 sampling: str, pfsp_power: float, best_response: bool = False) -> None:
         self.game = game
         self.population = dict(population)
         self.interval = interval
@@ -57,6 +63,7 @@ class League:
         self.share = share
         self.sampling = sampling
         self.pfsp_power = pfsp_power
+        self.best_response = best_response
         self.snapshots: dict[str, Table] = {}
         self.wins: dict[str, float] = {}
         self.games: dict[str, float] = {}
@@ -73,15 +80,22 @@ class League:
         return (iteration + 1) % self.interval == 0
 
     def add_snapshot(self, iteration: int, table: Mapping[str, Mapping[int, float]]) -> str:
-        """Freeze ``table`` as member ``snapshot-<iteration>``; drop the oldest beyond the pool size."""
-        name = f"snapshot-{iteration:06d}"
+        """Freeze ``table`` as member ``snapshot-<iteration>`` (and, with ``best_response``,
+        its best response as ``best-response-<iteration>``); drop the oldest snapshots'
+        members beyond the pool size."""
+        name = f"{SNAPSHOT}{iteration:06d}"
         self.snapshots[name] = {key: dict(probs) for key, probs in table.items()}
         self.ratings[name] = self.ratings[LEARNER]
-        while len(self.snapshots) > self.pool_size:
-            oldest = next(iter(self.snapshots))
-            del self.snapshots[oldest]
-            for record in (self.wins, self.games, self.ratings):
-                record.pop(oldest, None)
+        if self.best_response:
+            responder = f"{BEST_RESPONSE}{iteration:06d}"
+            self.snapshots[responder] = best_response_opponent(self.game, table, responder).table
+            self.ratings[responder] = self.ratings[LEARNER]
+        frozen = [member for member in self.snapshots if member.startswith(SNAPSHOT)]
+        for oldest in frozen[:max(0, len(frozen) - self.pool_size)]:
+            for member in (oldest, BEST_RESPONSE + oldest.removeprefix(SNAPSHOT)):
+                self.snapshots.pop(member, None)
+                for record in (self.wins, self.games, self.ratings):
+                    record.pop(member, None)
         return name
 
     def opponents(self) -> list[TableOpponent]:

@@ -461,3 +461,19 @@ def test_the_random_style_config_file_is_the_benchmarked_variant():
     variant = {k: v for k, v in learning.VARIANTS["random-style-other-seeds"].items() if k != "iterations"}
     assert shipped.to_dict() == apply_overrides(TrainConfig(), variant).to_dict()
     assert learning.VARIANTS["random-style-other-seeds"]["iterations"] == TrainConfig().run.iterations
+
+
+def test_ttt_mcts_ceiling_plays_both_best_responses_in_both_seats(tmp_path):
+    out = tmp_path / "ceiling.json"
+    subprocess.run([sys.executable, str(SCRIPT.parent / "ttt_mcts_ceiling.py"), "--simulations", "10", "--samples", "2",
+                    "--games", "6", "--out", str(out)], capture_output=True, text=True, timeout=300, check=True)
+    result = json.loads(out.read_text())
+    for seat in ("0", "1"):
+        for objective in ("max_return", "max_win"):
+            row = result["seats"][seat][objective]
+            assert row["wins"] + row["draws"] + row["losses"] == 6
+            assert row["win_rate_ci95"][0] <= row["win_rate"] <= row["win_rate_ci95"][1]
+        # the win-maximising value is a probability; the return's lies in [-1, 1]
+        assert 0.0 <= result["seats"][seat]["max_win"]["model_value"] <= 1.0
+    assert result["win_rate_both_seats"]["max_win"] == pytest.approx(
+        (result["seats"]["0"]["max_win"]["win_rate"] + result["seats"]["1"]["max_win"]["win_rate"]) / 2)

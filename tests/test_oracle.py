@@ -22,6 +22,7 @@ from mage_envs.oracle import (
     best_nonadaptive_value,
     best_response_value,
     equilibrium_value,
+    expectimax,
     exploitability,
     nash_conv,
     sampled,
@@ -180,6 +181,38 @@ def test_mcts_estimate_is_marked_inexact():
     assert -1.0 <= result.value <= 1.0
     again = best_response_value(TTT, "mcts-100", 0, model_samples=2, eval_games=20, seed=1)
     assert again == result  # seeded
+
+
+def _win_probability_brute_force(state, seat, opponent):
+    """Independent of Expectimax: the best probability of winning against a known model."""
+    if state.is_terminal():
+        return 1.0 if state.returns()[seat] > 0 else 0.0
+    children = {a: _win_probability_brute_force(state.child(a), seat, opponent) for a in state.legal_actions()}
+    if state.current_player() == seat:
+        return max(children.values())
+    return sum(p * children[a] for a, p in opponent(state).items())
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_win_payoff_maximises_the_probability_of_winning(seat):
+    game = load_game(TTT)
+    root = game.new_initial_state()
+    by_win = expectimax.Expectimax(seat, [uniform], [1.0], payoff=expectimax.win)
+    by_return = expectimax.Expectimax(seat, [uniform], [1.0])
+    assert by_win.value(root) == pytest.approx(_win_probability_brute_force(root, seat, uniform), abs=1e-12)
+    # the return's best response wins no more often than the win's (its draws count for it)
+    return_policy_wins = expectimax.Expectimax(seat, [uniform], [1.0], payoff=expectimax.win)
+    return_policy_wins.best_action = by_return.best_action  # play the return's policy, score wins
+    assert return_policy_wins.policy_value(root, uniform) <= by_win.value(root) + 1e-12
+    assert by_return.value(root) == pytest.approx(best_response_value(TTT, "random", seat).value, abs=1e-12)
+
+
+def test_played_returns_of_a_deterministic_opponent_equal_the_exact_value():
+    game = load_game(TTT)
+    first_free = make_opponent(TTT, "preferred-cell-row-major")
+    solver = expectimax.Expectimax(1, [first_free.action_probabilities], [1.0])
+    returns = sampled.play_returns(game, solver, first_free, games=3, seed=0)
+    assert returns == [solver.value(game.new_initial_state())] * 3 == [1.0] * 3
 
 
 # ---------------------------------------------------------------------- winnable fraction

@@ -25,6 +25,27 @@ import pyspiel
 #: An opponent's move distribution in a position.
 Model = Callable[[pyspiel.State], Mapping[int, float]]
 Belief = tuple[float, ...]
+#: What a terminal position is worth to a seat (default: its return).
+Payoff = Callable[[pyspiel.State, int], float]
+
+
+def game_return(state: pyspiel.State, seat: int) -> float:
+    """The seat's return: the default objective."""
+    return float(state.returns()[seat])
+
+
+def win(state: pyspiel.State, seat: int) -> float:
+    """1 for a won game, else 0: the objective of a win-rate ceiling.
+
+    Example:
+        >>> import pyspiel
+        >>> state = pyspiel.load_game("tic_tac_toe").new_initial_state()
+        >>> for cell in (0, 3, 1, 4, 2):
+        ...     state.apply_action(cell)
+        >>> win(state, 0), win(state, 1)
+        (1.0, 0.0)
+    """
+    return 1.0 if state.returns()[seat] > 0 else 0.0
 
 
 class Expectimax:
@@ -32,6 +53,8 @@ class Expectimax:
 
     Ties between equally good actions go to the lowest action id. The search stops
     scanning an agent's moves once one reaches ``max_value`` (the game's best outcome).
+    ``payoff`` is what a terminal position is worth (the return; :func:`win` maximises the
+    probability of winning instead, with ``max_value=1``).
     """
 
     def __init__(
@@ -40,6 +63,7 @@ class Expectimax:
         models: Sequence[Model],
         weights: Sequence[float],
         max_value: float = 1.0,
+        payoff: Payoff = game_return,
     ) -> None:
         total = float(sum(weights))
         if len(models) != len(weights) or total <= 0:
@@ -48,13 +72,14 @@ class Expectimax:
         self.models = tuple(models)
         self.prior: Belief = tuple(w / total for w in weights)
         self.max_value = max_value
+        self.payoff = payoff
         self._memo: dict[tuple[str, Belief], float] = {}
 
     def value(self, state: pyspiel.State, belief: Belief | None = None) -> float:
-        """Expected return of the best policy from ``state`` (``belief`` defaults to the prior)."""
+        """Expected payoff of the best policy from ``state`` (``belief`` defaults to the prior)."""
         belief = self.prior if belief is None else belief
         if state.is_terminal():
-            return float(state.returns()[self.seat])
+            return self.payoff(state, self.seat)
         key = (str(state), tuple(round(b, 12) for b in belief))
         cached = self._memo.get(key)
         if cached is not None:
@@ -104,11 +129,11 @@ class Expectimax:
         return belief
 
     def policy_value(self, state: pyspiel.State, opponent: Model, belief: Belief | None = None) -> float:
-        """Exact expected return of this solver's policy when the opponent really plays
+        """Exact expected payoff of this solver's policy when the opponent really plays
         ``opponent`` (one of the models, or any other known distribution)."""
         belief = self.prior if belief is None else belief
         if state.is_terminal():
-            return float(state.returns()[self.seat])
+            return self.payoff(state, self.seat)
         if state.is_chance_node():
             return sum(
                 p * self.policy_value(state.child(a), opponent, belief)

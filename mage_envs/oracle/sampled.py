@@ -69,13 +69,11 @@ def opponent_model(
     return EmpiricalModel(opponent, samples, seed), False
 
 
-def monte_carlo_value(
+def play_returns(
     game: pyspiel.Game, solver: Expectimax, opponent: Opponent, games: int, seed: int
-) -> tuple[float, float]:
-    """Mean and standard error of ``solver``'s policy against the real ``opponent`` over
-    ``games`` games, game ``i`` seeded with ``(seed, i)`` for the opponent and chance."""
-    if games < 2:
-        raise ValueError(f"need at least 2 games for a standard error, got {games}")
+) -> list[float]:
+    """``solver``'s return in each of ``games`` games against the real ``opponent``, game
+    ``i`` seeded with ``(seed, i)`` for the opponent and chance."""
     returns = []
     for i in range(games):
         rng = random.Random(f"{seed}/game/{i}")
@@ -92,6 +90,17 @@ def monte_carlo_value(
                 belief = solver.update(state, action, belief)
             state.apply_action(action)
         returns.append(state.returns()[solver.seat])
+    return returns
+
+
+def monte_carlo_value(
+    game: pyspiel.Game, solver: Expectimax, opponent: Opponent, games: int, seed: int
+) -> tuple[float, float]:
+    """Mean and standard error of ``solver``'s policy against the real ``opponent`` over
+    ``games`` games (:func:`play_returns`)."""
+    if games < 2:
+        raise ValueError(f"need at least 2 games for a standard error, got {games}")
+    returns = play_returns(game, solver, opponent, games, seed)
     mean = sum(returns) / games
     variance = sum((r - mean) ** 2 for r in returns) / (games - 1)
     return mean, math.sqrt(variance / games)

@@ -11,6 +11,7 @@ from mage_agent.config import TrainConfig, apply_overrides
 from mage_agent.exploitability import measure
 from mage_agent.league import LEARNER, League
 from mage_agent.trainer import Trainer, earlier_run
+from mage_envs.opponents.base import decision_states
 from mage_envs.opponents.table import TableOpponent
 
 LEAGUE_RUN = {"iterations": 4, "groups_per_iteration": 4, "group_size": 2, "checkpoint_every": 2,
@@ -49,8 +50,6 @@ def test_a_snapshot_opponent_plays_exactly_its_saved_policy(tmp_path):
 
 
 def _state_of(game, key):
-    from mage_envs.opponents.base import decision_states
-
     return next(s for s in decision_states(game) if s.information_state_string() == key)
 
 
@@ -101,3 +100,26 @@ def test_league_settings_are_checked(tmp_path):
     with pytest.raises(ValueError, match="league: exact exploitability"):
         Trainer(apply_overrides(TrainConfig(), {"league": True, "action_tokens": False, "iterations": 1,
                                                 "output_dir": str(tmp_path / "x")}), progress=False)
+
+
+def test_each_snapshot_brings_its_exact_best_response_and_they_leave_together():
+    from mage_envs.oracle import exploitability
+    from mage_envs.oracle.learner import best_response_opponent
+
+    league = League("kuhn_poker", {"aggressive": 1.0}, interval=1, pool_size=1, share=0.5, sampling="uniform",
+                    pfsp_power=2.0, best_response=True)
+    game = pyspiel.load_game("kuhn_poker")
+    uniform = {s.information_state_string(): {a: 0.5 for a in s.legal_actions()} for s in decision_states(game)}
+    league.add_snapshot(2, uniform)
+    assert list(league.snapshots) == ["snapshot-000002", "best-response-000002"]
+    assert league.snapshots["best-response-000002"] == best_response_opponent("kuhn_poker", uniform).table
+    # the best response's exact return against the snapshot, both seats averaged, is its exploitability
+    matrix = league.payoff_matrix(uniform)
+    assert matrix["best-response-000002"]["snapshot-000002"] == pytest.approx(11 / 24, abs=1e-12)
+    assert exploitability("kuhn_poker", uniform) == pytest.approx(11 / 24, abs=1e-12)
+    assert league.weights() == pytest.approx({"aggressive": 0.5, "snapshot-000002": 0.25,
+                                              "best-response-000002": 0.25})
+    bet = {key: {max(probs): 1.0} for key, probs in uniform.items()}
+    league.add_snapshot(4, bet)   # the pool holds one snapshot: the older one and its best response leave
+    assert list(league.snapshots) == ["snapshot-000004", "best-response-000004"]
+    assert set(league.ratings) == {LEARNER, "snapshot-000004", "best-response-000004"}

@@ -6,9 +6,12 @@ that run already finished (a killed benchmark resumes from the run's last checkp
 then evaluates the trained policy, and the untrained one beside it, against the training
 pool, the held-out orders and ``mcts-1000`` (a strong search bot: a draw is the best one can
 hope for). Writes win / draw / loss rates by game index to ``benchmarks/results/ttt_learning.json``
-and, with ``--docs``, a table to ``docs/ttt_learning.md``.
+and, with ``--docs``, a table to ``docs/ttt_learning.md``. ``--pool mcts`` adds the paper's
+training opponent, ``mcts-100``, to the pool (``examples/tic_tac_toe_mcts.yaml``; runs in
+``ttt-mcts-s<seed>``, results in ``ttt_learning_mcts.json`` and ``docs/ttt_learning_mcts.md``).
 
     python benchmarks/ttt_learning.py --seeds 0 --iterations 150 --docs
+    python benchmarks/ttt_learning.py --pool mcts --seeds 0 1 2 --iterations 240 --docs
 """
 
 from __future__ import annotations
@@ -23,17 +26,23 @@ sys.path.insert(0, str(ROOT / "examples"))
 from train_tic_tac_toe import HELD_OUT, TRAIN_POPULATION, example_config  # noqa: E402
 
 STRONG = ["mcts-1000"]
+#: pool name -> (the training population, the run folders' prefix)
+POOLS: dict[str, tuple[dict[str, float], str]] = {
+    "example": (TRAIN_POPULATION, "ttt"),
+    "mcts": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts"),
+}
 
 
-def train(seed: int, iterations: int, out: Path) -> Path:
+def train(seed: int, iterations: int, out: Path, pool: str = "example") -> Path:
     """The run's folder after training (resumed, or skipped when already finished)."""
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.config import apply_overrides
     from mage_agent.trainer import Trainer
 
-    folder = out / f"ttt-s{seed}"
+    population, prefix = POOLS[pool]
+    folder = out / f"{prefix}-s{seed}"
     config = apply_overrides(example_config(iterations, 0, str(folder), seed),
-                             {"checkpoint_every": 10, "tensorboard": False})
+                             {"checkpoint_every": 10, "tensorboard": False, "population": population})
     checkpoint = latest_checkpoint(folder / "checkpoints")
     if checkpoint is None or checkpoint.name != f"iter-{iterations:06d}":
         Trainer(config, resume=checkpoint is not None, overwrite=checkpoint is None).train()
@@ -61,7 +70,7 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) ->
         if not (pool.exists() and strong.exists()):
             policy = build_policy(config, folder, start)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,
-                            f"ttt-{stage}", verbose=False, opponents=list(TRAIN_POPULATION) + HELD_OUT)
+                            f"ttt-{stage}", verbose=False, opponents=list(config.env.population) + HELD_OUT)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": strong_meta_episodes}), strong,
                             f"ttt-{stage}", verbose=False, opponents=STRONG, oracle=False)
         reports[f"{stage}/pool"] = json.loads(pool.read_text())
@@ -99,8 +108,10 @@ def role(pool: str, name: str) -> str:
     Example:
         >>> role("pool", "random"), role("pool", "preferred-cell-spiral"), role("strong", "mcts-1000")
         ('training', 'held out', 'strong')
+        >>> role("pool", "mcts-100")
+        'training'
     """
-    return "strong" if pool == "strong" else "training" if name in TRAIN_POPULATION else "held out"
+    return "strong" if pool == "strong" else "held out" if name in HELD_OUT else "training"
 
 
 def best_response_text(values: list[float | None]) -> str:
@@ -150,9 +161,14 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
     return rows
 
 
-def write_docs(by_seed: dict[int, dict], iterations: int, path: Path) -> None:
-    lines = ["# Tic-Tac-Toe learning result", "",
-             f"`python benchmarks/ttt_learning.py` — `examples/train_tic_tac_toe.py`'s configuration, "
+def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str = "example") -> None:
+    command, source = (("python benchmarks/ttt_learning.py", "`examples/train_tic_tac_toe.py`'s configuration")
+                       if pool == "example" else
+                       (f"python benchmarks/ttt_learning.py --pool {pool}",
+                        "`examples/train_tic_tac_toe.py`'s configuration with `mcts-100` in the pool "
+                        "(`examples/tic_tac_toe_mcts.yaml`)"))
+    lines = ["# Tic-Tac-Toe learning result" + ("" if pool == "example" else ": mcts-100 in the pool"), "",
+             f"`{command}` — {source}, "
              f"{iterations} iterations, the embedded tiny model on CPU. Three games per meta-episode on one seat; "
              "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
              "beside the best response's value (±1 a game).", ""]
@@ -184,11 +200,17 @@ def main() -> None:
     parser.add_argument("--iterations", type=int, default=150)
     parser.add_argument("--meta-episodes", type=int, default=120, help="per opponent of the pool")
     parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
+    parser.add_argument("--pool", choices=sorted(POOLS), default="example",
+                        help="the example's pool, or it with mcts-100 (the paper's training opponent)")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
-    parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "ttt_learning.json")
-    parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning.md")
+    parser.add_argument("--results", type=Path, default=None,
+                        help="default: benchmarks/results/ttt_learning.json (ttt_learning_<pool>.json for another pool)")
+    parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning[_<pool>].md")
     args = parser.parse_args()
-    by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir), args.meta_episodes,
+    suffix = "" if args.pool == "example" else f"_{args.pool}"
+    if args.results is None:
+        args.results = ROOT / "benchmarks" / "results" / f"ttt_learning{suffix}.json"
+    by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir, args.pool), args.meta_episodes,
                                   args.strong_meta_episodes) for seed in args.seeds}
     summary = {seed: {key: {name: {k: r[k] for k in ("mean_return_by_episode", "win_rate_by_episode",
                                                      "draw_rate_by_episode", "loss_rate_by_episode",
@@ -198,7 +220,7 @@ def main() -> None:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
     if args.docs:
-        write_docs(by_seed, args.iterations, ROOT / "docs" / "ttt_learning.md")
+        write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool)
     for seed, reports in by_seed.items():
         for name, result in reports["trained/pool"]["opponents"].items():
             print(f"seed {seed} {name:<30} W/D/L by game {' '.join(rates(result))}")

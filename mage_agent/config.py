@@ -56,9 +56,13 @@ REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 #: How a league draws its members: by fixed shares, or prioritised by the learner's losses.
 LeagueSampling = Literal["uniform", "pfsp"]
 LEAGUE_SAMPLINGS: tuple[str, ...] = get_args(LeagueSampling)
+#: What each league snapshot adds to the pool: the learner's frozen first hand, the exact best
+#: response to it, or both.
+LeagueMembers = Literal["snapshots", "best-responses", "both"]
+LEAGUE_MEMBERS: tuple[str, ...] = get_args(LeagueMembers)
 
 __all__ = [
-    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "LEAGUE_SAMPLINGS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
+    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "LEAGUE_MEMBERS", "LEAGUE_SAMPLINGS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
     "SEATS", "AlgoConfig", "EnvConfig", "LeagueConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig",
     "apply_overrides",
     "choices_of", "did_you_mean", "field_index", "help_of", "load_config",
@@ -246,9 +250,10 @@ class LeagueConfig:
         "help": "'uniform' (the shares above) or 'pfsp' (each weight times (1 - the learner's recent win rate "
                 "against that member) ** league_pfsp_power)"})
     league_pfsp_power: float = field(default=2.0, metadata={"help": "pfsp's exponent (>= 0; 0 is uniform)"})
-    league_best_response: bool = field(default=False, metadata={
-        "help": "with each snapshot, also add the exact best response to it (best-response-NNNNNN, a deterministic "
-                "table) as a member: opponents that punish what the learner's first hand gives away"})
+    league_members: LeagueMembers = field(default="snapshots", metadata={
+        "help": "what each snapshot adds to the pool: 'snapshots' (the learner's frozen first hand, "
+                "snapshot-NNNNNN), 'best-responses' (the exact best response to it, best-response-NNNNNN: an "
+                "opponent that punishes what the first hand gives away) or 'both'"})
 
 
 def help_of(f: dataclasses.Field) -> str:

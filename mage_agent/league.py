@@ -8,11 +8,12 @@ drawn from the archetypes (their weights scaled to ``1 - league_share``) and the
 (``league_share``, split equally), then, with ``league_sampling="pfsp"``, every weight is
 multiplied by ``(1 - w) ** league_pfsp_power``, ``w`` being the learner's recent win rate
 against that member (prioritised fictitious self-play: the opponents it beats least are met
-most). With ``best_response=True`` each snapshot brings a second member,
-``best-response-NNNNNN``: the exact best response to that snapshot's first hand
-(:func:`~mage_envs.oracle.learner.best_response_opponent`, a deterministic table), so the
-pool punishes what the learner's first hand gave away (as in double-oracle and fictitious
-play); a snapshot's members leave the pool together. :class:`League` keeps the members, the win counts (decayed by
+most). ``members`` says what a snapshot adds: the frozen first hand itself (``"snapshots"``),
+``best-response-NNNNNN``, the exact best response to it
+(:func:`~mage_envs.oracle.learner.best_response_opponent`, a deterministic table: an
+opponent that punishes what the learner's first hand gave away, as in exploitability
+descent and double oracle; ``"best-responses"``), or both; a snapshot's members leave the
+pool together. :class:`League` keeps the members, the win counts (decayed by
 :data:`WIN_RATE_DECAY` each iteration), OpenSkill ratings fitted to one match per member
 and iteration, the learner's mean final hand against it (a snapshot starts at the learner's
 rating when it froze) and the exact payoff matrix
@@ -55,7 +56,7 @@ class League:
     """The snapshots, their sampling weights, win rates, ratings and payoff matrix."""
 
     def __init__(self, game: str, population: Mapping[str, float], interval: int, pool_size: int, share: float,
-                 sampling: str, pfsp_power: float, best_response: bool = False) -> None:
+                 sampling: str, pfsp_power: float, members: str = "snapshots") -> None:
         self.game = game
         self.population = dict(population)
         self.interval = interval
@@ -63,7 +64,10 @@ class League:
         self.share = share
         self.sampling = sampling
         self.pfsp_power = pfsp_power
-        self.best_response = best_response
+        self.members = members
+        #: the learner's first hands kept, by iteration stamp (``"000100"``)
+        self.frozen: dict[str, Table] = {}
+        #: the members met in training, by name
         self.snapshots: dict[str, Table] = {}
         self.wins: dict[str, float] = {}
         self.games: dict[str, float] = {}
@@ -80,23 +84,27 @@ class League:
         return (iteration + 1) % self.interval == 0
 
     def add_snapshot(self, iteration: int, table: Mapping[str, Mapping[int, float]]) -> str:
-        """Freeze ``table`` as member ``snapshot-<iteration>`` (and, with ``best_response``,
-        its best response as ``best-response-<iteration>``); drop the oldest snapshots'
-        members beyond the pool size."""
-        name = f"{SNAPSHOT}{iteration:06d}"
-        self.snapshots[name] = {key: dict(probs) for key, probs in table.items()}
-        self.ratings[name] = self.ratings[LEARNER]
-        if self.best_response:
-            responder = f"{BEST_RESPONSE}{iteration:06d}"
-            self.snapshots[responder] = best_response_opponent(self.game, table, responder).table
-            self.ratings[responder] = self.ratings[LEARNER]
-        frozen = [member for member in self.snapshots if member.startswith(SNAPSHOT)]
-        for oldest in frozen[:max(0, len(frozen) - self.pool_size)]:
-            for member in (oldest, BEST_RESPONSE + oldest.removeprefix(SNAPSHOT)):
-                self.snapshots.pop(member, None)
+        """Freeze ``table`` (the learner's first hand after ``iteration``): as member
+        ``snapshot-<iteration>`` and / or its best response ``best-response-<iteration>``, as
+        ``members`` says; drop the oldest snapshots' members beyond the pool size. Returns
+        the snapshot's name."""
+        stamp = f"{iteration:06d}"
+        self.frozen[stamp] = {key: dict(probs) for key, probs in table.items()}
+        added = {}
+        if self.members in ("snapshots", "both"):
+            added[SNAPSHOT + stamp] = self.frozen[stamp]
+        if self.members in ("best-responses", "both"):
+            added[BEST_RESPONSE + stamp] = best_response_opponent(self.game, table, BEST_RESPONSE + stamp).table
+        for name, member in added.items():
+            self.snapshots[name] = member
+            self.ratings[name] = self.ratings[LEARNER]
+        for oldest in list(self.frozen)[:max(0, len(self.frozen) - self.pool_size)]:
+            del self.frozen[oldest]
+            for name in (SNAPSHOT + oldest, BEST_RESPONSE + oldest):
+                self.snapshots.pop(name, None)
                 for record in (self.wins, self.games, self.ratings):
-                    record.pop(member, None)
-        return name
+                    record.pop(name, None)
+        return SNAPSHOT + stamp
 
     def opponents(self) -> list[TableOpponent]:
         """The snapshots as opponents (for the envs' populations)."""
@@ -174,15 +182,22 @@ class League:
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
         """JSON-ready state (action ids as strings)."""
-        return {
-            "snapshots": {name: {k: {str(a): p for a, p in probs.items()} for k, probs in table.items()}
-                          for name, table in self.snapshots.items()},
-            "wins": self.wins, "games": self.games, "ratings": {k: list(v) for k, v in self.ratings.items()},
-        }
+        def plain(tables: Mapping[str, Table]) -> dict[str, Any]:
+            return {name: {k: {str(a): p for a, p in probs.items()} for k, probs in table.items()}
+                    for name, table in tables.items()}
+
+        return {"snapshots": plain(self.snapshots), "frozen": plain(self.frozen),
+                "wins": self.wins, "games": self.games, "ratings": {k: list(v) for k, v in self.ratings.items()}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        self.snapshots = {name: {k: {int(a): float(p) for a, p in probs.items()} for k, probs in table.items()}
-                          for name, table in state["snapshots"].items()}
+        def typed(tables: Mapping[str, Any]) -> dict[str, Table]:
+            return {name: {k: {int(a): float(p) for a, p in probs.items()} for k, probs in table.items()}
+                    for name, table in tables.items()}
+
+        self.snapshots = typed(state["snapshots"])
+        # checkpoints from before best-response members kept the snapshots alone
+        self.frozen = typed(state.get("frozen") or {name.removeprefix(SNAPSHOT): table
+                                                     for name, table in state["snapshots"].items()})
         self.wins = dict(state["wins"])
         self.games = dict(state["games"])
         self.ratings = {k: (float(v[0]), float(v[1])) for k, v in state["ratings"].items()}

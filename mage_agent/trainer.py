@@ -200,7 +200,7 @@ class Trainer:
             raise ValueError(f"league: {reason or 'it runs in a single process for now (torchrun: leave it off)'}")
         league = League(str(game_of(self.config.env.env_id)), self.population,
                         settings.league_interval, settings.league_pool_size, settings.league_share,
-                        settings.league_sampling, settings.league_pfsp_power, settings.league_best_response)
+                        settings.league_sampling, settings.league_pfsp_power, settings.league_members)
         if "league" in extras:
             league.load_state_dict(extras["league"])
         self._install(league)

@@ -107,7 +107,7 @@ def test_each_snapshot_brings_its_exact_best_response_and_they_leave_together():
     from mage_envs.oracle.learner import best_response_opponent
 
     league = League("kuhn_poker", {"aggressive": 1.0}, interval=1, pool_size=1, share=0.5, sampling="uniform",
-                    pfsp_power=2.0, best_response=True)
+                    pfsp_power=2.0, members="both")
     game = pyspiel.load_game("kuhn_poker")
     uniform = {s.information_state_string(): {a: 0.5 for a in s.legal_actions()} for s in decision_states(game)}
     league.add_snapshot(2, uniform)
@@ -123,3 +123,24 @@ def test_each_snapshot_brings_its_exact_best_response_and_they_leave_together():
     league.add_snapshot(4, bet)   # the pool holds one snapshot: the older one and its best response leave
     assert list(league.snapshots) == ["snapshot-000004", "best-response-000004"]
     assert set(league.ratings) == {LEARNER, "snapshot-000004", "best-response-000004"}
+    assert list(league.frozen) == ["000004"] and league.frozen["000004"] == bet
+    restored = League("kuhn_poker", {"aggressive": 1.0}, 1, 1, 0.5, "uniform", 2.0, members="both")
+    restored.load_state_dict(json.loads(json.dumps(league.state_dict())))
+    assert restored.state_dict() == league.state_dict()
+
+
+def test_a_best_response_league_meets_only_the_best_responses():
+    league = League("kuhn_poker", {"aggressive": 1.0}, 1, 2, 0.5, "uniform", 2.0, members="best-responses")
+    game = pyspiel.load_game("kuhn_poker")
+    for stamp in (1, 2, 3):
+        league.add_snapshot(stamp, {s.information_state_string(): {a: 0.5 for a in s.legal_actions()}
+                                    for s in decision_states(game)})
+    assert list(league.snapshots) == ["best-response-000002", "best-response-000003"]
+    assert list(league.frozen) == ["000002", "000003"]
+    # a checkpoint written before best-response members (snapshots only) restores its snapshots
+    old = League("kuhn_poker", {"aggressive": 1.0}, 1, 2, 0.5, "uniform", 2.0)
+    old.add_snapshot(5, league.frozen["000003"])
+    state = old.state_dict()
+    del state["frozen"]
+    old.load_state_dict(state)
+    assert list(old.frozen) == ["000005"]

@@ -86,3 +86,37 @@ def test_its_exact_move_distribution_is_what_the_draws_give():
     assert counts["2pb"] / counts["2pb-reached"] == pytest.approx(table["2pb"][BET], abs=0.02)
     # exact: 2,048 styles bet the Jack first, of which the held-out bluffer and maniac
     assert table["0"][BET] == pytest.approx((2048 - 2) / 4093)
+
+
+def test_the_final_hand_ceiling_knows_the_drawn_style_as_well_as_the_deal():
+    from mage_envs.opponents import PolicyOpponent
+    from mage_envs.oracle import instance_optimal_value
+    from mage_envs.oracle.winnable import instance_value
+
+    draws = RandomStyle().meta_episode_draws()
+    assert len(draws) == 4093 and sum(p for p, _ in draws) == pytest.approx(1.0)
+    # the draw with conservative's style has conservative's ceiling
+    conservative = STRATEGIES["conservative"][0]
+    def support(probs):
+        return {a: p for a, p in probs.items() if p > 0}
+
+    matching = [drawn for _, drawn in draws if all(support(drawn.action_probabilities(s)) == support(conservative.policy(s))
+                                                   for s in _opponent_states())]
+    assert len(matching) == 1
+    assert instance_optimal_value("kuhn_poker", matching[0]) == pytest.approx(
+        instance_optimal_value("kuhn_poker", "conservative"), abs=1e-12)
+    # knowing the style is worth more than meeting its one-hand marginals
+    ceiling = instance_optimal_value("kuhn_poker", "random-style")
+    marginal = instance_optimal_value("kuhn_poker", PolicyOpponent("marginal", lambda s: random_style_marginals()[
+        s.information_state_string()]))
+    assert ceiling == pytest.approx(0.750143, abs=1e-6) and marginal == pytest.approx(0.500244, abs=1e-6)
+    # the per-instance ceilings the evaluations average are the same expectation
+    instances = stratified_instances("kuhn_poker", 12)
+    assert sum(instance_value("kuhn_poker", "random-style", k, k & 1) for k in instances) / 12 == pytest.approx(ceiling)
+
+
+def _opponent_states():
+    from mage_envs.opponents.base import decision_states
+    from mage_envs.opponents.registry import load_game
+
+    return decision_states(load_game("kuhn_poker"))

@@ -58,6 +58,14 @@ class Opponent(ABC):
         """The exact move distribution in ``state``, or ``None`` when it has no closed form."""
         return None
 
+    def meta_episode_draws(self) -> list[tuple[float, Opponent]] | None:
+        """For an opponent that draws a policy per meta-episode and keeps it (see
+        :meth:`continue_episodes`): each policy it may draw, with its probability, as an
+        opponent of its own. ``None`` (the default): it plays one distribution throughout.
+        A repeated deal's final-hand ceiling is the expectation over the draws (the deal and
+        the drawn policy known), not the ceiling against :meth:`action_probabilities`."""
+        return None
+
     def move_table_at(self, state: pyspiel.State) -> MoveTable:
         """The :func:`move_table` of the move distribution in ``state`` (``TypeError`` when it
         has no closed form)."""

@@ -169,6 +169,25 @@ class RandomStyle(Opponent):
     def act(self, state: pyspiel.State) -> int:
         return BET if self.strategy.bet_probability(state.information_state_string()) > 0.5 else PASS
 
+    def meta_episode_draws(self) -> list[tuple[float, Opponent]]:
+        """Each of the 4,093 styles, equally likely, as a deterministic opponent.
+
+        Example:
+            >>> draws = RandomStyle().meta_episode_draws()
+            >>> len(draws), round(sum(p for p, _ in draws), 12)
+            (4093, 1.0)
+        """
+        styles = drawable_styles()
+        return [(1.0 / len(styles), PolicyOpponent(self.name, style.policy)) for style in styles]
+
+
+@functools.cache
+def drawable_styles() -> tuple[KuhnStrategy, ...]:
+    """The pure styles :class:`RandomStyle` draws from: every choice of the twelve bits but
+    the held-out archetypes' styles (4,093)."""
+    return tuple(style for bits in itertools.product((0.0, 1.0), repeat=12)
+                 if (style := KuhnStrategy.from_bits(bits)) not in RandomStyle.EXCLUDED)
+
 
 @functools.cache
 def random_style_marginals() -> dict[str, dict[int, float]]:
@@ -180,8 +199,7 @@ def random_style_marginals() -> dict[str, dict[int, float]]:
         >>> {a: round(p, 4) for a, p in table["0"].items()}, table["1pb"][BET]   # Jack first; Queen after check-bet
         ({0: 0.5001, 1: 0.4999}, 0.5)
     """
-    styles = [style for bits in itertools.product((0.0, 1.0), repeat=12)
-              if (style := KuhnStrategy.from_bits(bits)) not in RandomStyle.EXCLUDED]
+    styles = drawable_styles()
     table = {}
     for card in range(3):
         for history in ("", "b", "p", "pb"):

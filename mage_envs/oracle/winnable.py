@@ -60,13 +60,23 @@ def instance_optimal_value(game: str, opponent: str | Opponent, seat: Seat = "ra
     knows the deal, against ``opponent``'s exact move distribution (stochastic allowed).
 
     The ceiling of the final episode of a repeat-instance meta-episode: above the best
-    response value, which must play without knowing the opponent's cards.
+    response value, which must play without knowing the opponent's cards. An opponent that
+    draws a policy per meta-episode and keeps it (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`,
+    e.g. Kuhn's ``random-style``) is met knowing the drawn policy too: the expectation of each
+    draw's ceiling, which is above the ceiling against its one-episode move distribution.
     """
     g = load_game(game)
     opp = opponent if isinstance(opponent, Opponent) else make_opponent(game, opponent)
     deals = list(_deals(g))
-    values = [sum(prob * _value(g.new_initial_state(), deal, s, opp) for deal, prob in deals) for s in seats(seat)]
+    values = [sum(prob * _drawn_value(g, deal, s, opp) for deal, prob in deals) for s in seats(seat)]
     return sum(values) / len(values)
+
+
+def _drawn_value(game: pyspiel.Game, deal: Deal, seat: int, opponent: Opponent) -> float:
+    """The deal-known best return against ``opponent``, or the expectation over the policies it
+    draws per meta-episode (each known)."""
+    draws = opponent.meta_episode_draws() or [(1.0, opponent)]
+    return sum(p * _value(game.new_initial_state(), deal, seat, drawn) for p, drawn in draws)
 
 
 def _value(state: pyspiel.State, deal: Deal, seat: int, opponent: Opponent, *,
@@ -205,7 +215,7 @@ def _best_response(game: str, opponent: str, seat: int) -> Callable[[pyspiel.Sta
 
 @functools.lru_cache(maxsize=65_536)
 def _deal_value(game: str, opponent: str, deal: Deal, seat: int) -> float:
-    return _value(load_game(game).new_initial_state(), deal, seat, _opponent(game, opponent))
+    return _drawn_value(load_game(game), deal, seat, _opponent(game, opponent))
 
 
 @functools.lru_cache(maxsize=256)

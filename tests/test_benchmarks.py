@@ -178,13 +178,16 @@ def test_fresh_deal_shares_are_of_the_final_hands_own_ceiling():
 def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):
     pytest.importorskip("torch")
     script = SCRIPT.parent / "ttt_learning.py"
-    command = [sys.executable, str(script), "--iterations", "1", "--meta-episodes", "2", "--strong-meta-episodes", "1",
-               "--output-dir", str(tmp_path / "runs"), "--results", str(tmp_path / "ttt.json")]
+    # the pool with mcts-100 (the example's pool is the same code with five members)
+    command = [sys.executable, str(script), "--pool", "mcts", "--iterations", "1", "--meta-episodes", "2",
+               "--strong-meta-episodes", "1", "--output-dir", str(tmp_path / "runs"), "--results", str(tmp_path / "ttt.json")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
+    assert (tmp_path / "runs" / "ttt-mcts-s0" / "checkpoints").is_dir()
     results = json.loads((tmp_path / "ttt.json").read_text())["results"]["0"]
     assert set(results) == {"untrained/pool", "trained/pool", "untrained/strong", "trained/strong"}
-    assert set(results["trained/strong"]) == {"mcts-1000"} and len(results["trained/pool"]) == 7
+    assert set(results["trained/strong"]) == {"mcts-1000"} and len(results["trained/pool"]) == 8
+    assert "mcts-100" in results["trained/pool"]
     for result in results["trained/pool"].values():
         for w, d, loss in zip(result["win_rate_by_episode"], result["draw_rate_by_episode"],
                               result["loss_rate_by_episode"]):

@@ -48,7 +48,8 @@ def test_without_labels_the_prompt_and_info_are_unchanged() -> None:
     assert labelled(["up"], []) == ["up"]
 
 
-@pytest.mark.parametrize("name, value", [("action_labels", "letters"), ("instance_split", "test")])
+@pytest.mark.parametrize("name, value", [("action_labels", "letters"), ("instance_split", "test"),
+                                         ("prompt_style", "terse")])
 def test_unknown_option_values_are_refused(name: str, value: str) -> None:
     with pytest.raises(ValueError, match=name):
         SokobanEnv(**{name: value})
@@ -188,7 +189,35 @@ def test_household_splits_its_games_by_their_content() -> None:
 
 
 @pytest.mark.parametrize("env_id, kwargs", [
+    ("mage/Sokoban-v0", {}),
+    ("mage/WebShop-v0", {"num_products": 300}),
+    pytest.param("mage/Household-v0", {}, marks=needs_textworld),
+])
+def test_the_compact_style_is_the_full_prompt_without_its_rules(env_id: str, kwargs: dict) -> None:
+    full, compact = gym.make(env_id, **kwargs), gym.make(env_id, prompt_style="compact", **kwargs)
+    for seed in range(3):
+        full_obs, full_info = full.reset(seed=seed)
+        compact_obs, compact_info = compact.reset(seed=seed)
+        rules = full.unwrapped.prompt_preamble
+        assert rules and compact.unwrapped.prompt_preamble == "" and rules not in compact_obs
+        assert full_obs == rules + "\n\n" + compact_obs and full_info == compact_info
+        action = f"<action>{full_info['legal_actions'][-1]}</action>"
+        assert full.step(action)[0] == rules + "\n\n" + compact.step(action)[0]
+
+
+def test_a_compact_meta_episode_opens_with_its_episode_and_keeps_the_memory() -> None:
+    env = gym.make("mage/Sokoban-meta-v0", levels=[CORRIDOR], prompt_style="compact", reflection=False, max_steps=4)
+    obs, _ = env.reset(seed=0)
+    assert obs.startswith("[Episode 1 of 3]\n")
+    for move in ("right", "right"):
+        obs = env.step(f"<action>{move}</action>")[0]
+    assert obs.startswith("Memory of earlier episodes:\n[Episode 1] Solved in 2 moves.")
+    mage_envs.check_text_env(env)
+
+
+@pytest.mark.parametrize("env_id, kwargs", [
     ("mage/Sokoban-meta-v0", {"action_labels": "numbers", "instance_split": "eval", "max_steps": 6}),
+    ("mage/Sokoban-meta-v0", {"prompt_style": "compact", "max_steps": 6}),
     ("mage/WebShop-meta-v0", {"num_products": 300, "action_labels": "numbers", "instruction_search": True,
                               "instance_split": "train", "max_steps": 5}),
 ])

@@ -58,6 +58,10 @@ StepResult = tuple[str, float, bool, bool, dict[str, Any]]
 ACTION_LABELS = ("none", "numbers")
 #: The values of ``instance_split``: every instance, the training ones, the evaluation ones.
 INSTANCE_SPLITS = ("all", "train", "eval")
+#: ``"full"``: the rules head every prompt (for language models); ``"compact"``: no rules (a
+#: model trained from scratch, such as the embedded tiny one, gains nothing from a fixed text
+#: and pays for every token of it).
+PROMPT_STYLES = ("full", "compact")
 #: The sentence a labelled prompt adds under its legal actions.
 LABEL_NOTE = "You may answer with an action's number instead of its name, e.g. <action>1</action>."
 #: Characters a prompt's budget adds for labels: the note, and Sokoban's four "n: " prefixes
@@ -144,6 +148,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         render_mode: ``None`` or ``"ansi"``.
         action_labels: ``"none"`` or ``"numbers"`` (number the legal actions; see above).
         instance_split: ``"all"``, ``"train"`` or ``"eval"`` (see above).
+        prompt_style: ``"full"`` (the rules head every prompt) or ``"compact"`` (no rules).
 
     A subclass checks its arguments with :func:`check_settings` before calling this
     ``__init__``, sets ``observation_space`` and ``_rules`` (the prompt's fixed head) and
@@ -167,9 +172,12 @@ class TextTaskEnv(gym.Env[str, str], ABC):
         render_mode: str | None,
         action_labels: str = "none",
         instance_split: str = "all",
+        prompt_style: str = "full",
     ) -> None:
         check_choice("action_labels", action_labels, ACTION_LABELS)
         check_choice("instance_split", instance_split, INSTANCE_SPLITS)
+        check_choice("prompt_style", prompt_style, PROMPT_STYLES)
+        self.prompt_style = prompt_style
         self.action_labels = action_labels
         self.instance_split = instance_split
         self.max_steps = int(max_steps)
@@ -232,8 +240,13 @@ class TextTaskEnv(gym.Env[str, str], ABC):
     @property
     def prompt_preamble(self) -> str:
         """The rules every prompt begins with (the text contract's optional preamble: a
-        meta-episode keeps it above the memory, so all prompts of a run share it)."""
-        return self._rules
+        meta-episode keeps it above the memory, so all prompts of a run share it); empty in
+        the compact style."""
+        return self._rules if self.prompt_style == "full" else ""
+
+    def _head(self) -> list[str]:
+        """The lines a prompt starts with: the rules and a blank line, or none (compact)."""
+        return [self._rules, ""] if self.prompt_style == "full" else []
 
     @property
     def steps(self) -> int:

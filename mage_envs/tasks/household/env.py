@@ -131,7 +131,7 @@ class HouseholdEnv(TextTaskEnv):
             ``k % len(games)``.
         alfworld_data: ALFWorld's data folder (default ``$ALFWORLD_DATA``).
         render_mode: ``None`` or ``"ansi"``.
-        action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
+        action_labels, instance_split, prompt_style: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
         looking_commands: list ``look``, ``inventory`` and ``examine X`` among the legal
             commands (ALFWorld does); False leaves them out (they change nothing), unless
             nothing else is admissible.
@@ -159,6 +159,7 @@ class HouseholdEnv(TextTaskEnv):
         render_mode: str | None = None,
         action_labels: str = "none",
         instance_split: str = "all",
+        prompt_style: str = "full",
         looking_commands: bool = True,
         task_types: Sequence[str] | None = None,
         max_expert_steps: int | None = None,
@@ -169,7 +170,7 @@ class HouseholdEnv(TextTaskEnv):
                                                       (("max_expert_steps", max_expert_steps, 1),)))
         _require_textworld()
         super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
-                         instance_split)
+                         instance_split, prompt_style)
         self.cache_dir = cache_dir
         self.alfworld_split = alfworld_split
         self._alfworld: tuple[AlfworldGame, ...] = ()
@@ -328,8 +329,7 @@ class HouseholdEnv(TextTaskEnv):
         turn = self._playing()[1]
         last = self._history[-1][0] if self._history else None
         parts = [
-            self._rules,
-            "",
+            *self._head(),
             task_block(self._goal, self._steps, self.max_steps),
             "",
             feedback_block(turn.feedback, last),

@@ -85,7 +85,7 @@ class SokobanEnv(TextTaskEnv):
             ``levels[k % len(levels)]`` (``width``, ``height`` and ``num_boxes`` are then
             not used).
         render_mode: ``None`` or ``"ansi"``.
-        action_labels, instance_split: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
+        action_labels, instance_split, prompt_style: see :class:`~mage_envs.tasks.base.TextTaskEnv`.
         spatial_hints: add a line above the legal actions saying what lies next to the player in
             each direction and, per box off a goal, its offset from the player and the
             nearest free goal's offset from it (``Around you: up wall, ... A box is down 1
@@ -109,6 +109,7 @@ class SokobanEnv(TextTaskEnv):
         render_mode: str | None = None,
         action_labels: str = "none",
         instance_split: str = "all",
+        prompt_style: str = "full",
         spatial_hints: bool = False,
     ) -> None:
         check_settings(render_mode, ("width", width, 5), ("height", height, 5), ("num_boxes", num_boxes, 1),
@@ -123,7 +124,7 @@ class SokobanEnv(TextTaskEnv):
         self.width, self.height, self.num_boxes = int(width), int(height), int(num_boxes)
         self.spatial_hints = bool(spatial_hints)
         super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
-                         instance_split)
+                         instance_split, prompt_style)
         if self.levels is not None:
             width = max(level.board.width for level in self.levels)
             height = max(level.board.height for level in self.levels)
@@ -206,8 +207,7 @@ class SokobanEnv(TextTaskEnv):
 
     def _compose(self, notice: str | None) -> str:
         parts = [
-            self._rules,
-            "",
+            *self._head(),
             board_block(self._board(), self._steps, self.max_steps),
             "",
             history_block(self._history, self.history_length),

@@ -108,6 +108,7 @@ class WebShopEnv(TextTaskEnv):
         instance_split: ``"all"``, or ``"train"`` / ``"eval"``: the instructions of one half of
             the split's products (see above).
         instruction_search: list ``search[<the instruction>]`` instead of the search form.
+        prompt_style: ``"full"`` or ``"compact"`` (no rules; see :class:`~mage_envs.tasks.base.TextTaskEnv`).
     """
 
     task_name: ClassVar[str] = "WebShop"
@@ -125,6 +126,7 @@ class WebShopEnv(TextTaskEnv):
         render_mode: str | None = None,
         action_labels: str = "none",
         instance_split: str = "all",
+        prompt_style: str = "full",
         instruction_search: bool = False,
     ) -> None:
         if split not in SPLITS:
@@ -132,7 +134,7 @@ class WebShopEnv(TextTaskEnv):
         check_settings(render_mode, ("max_steps", max_steps, 1), ("history_length", history_length, 1))
         self.split = split
         super().__init__(max_steps, history_length, invalid_action, accept_bare, render_mode, action_labels,
-                         instance_split)
+                         instance_split, prompt_style)
         self.instruction_search = bool(instruction_search)
         if catalog_path is None:
             self._store_key: tuple = (None, num_products, True)
@@ -270,8 +272,7 @@ class WebShopEnv(TextTaskEnv):
         else:
             page = page_block(self._browse, self._open_product(), self._shown_products())
         parts = [
-            self._rules,
-            "",
+            *self._head(),
             f"Instruction: {plain(self.goal.instruction, INSTRUCTION_CHARS)}",
             "",
             f"Actions used: {self._steps} of {self.max_steps}.",

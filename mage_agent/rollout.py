@@ -29,7 +29,7 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 import gymnasium as gym
 
@@ -103,9 +103,25 @@ class RolloutBatch:
         self.generated_tokens += other.generated_tokens
 
 
-def anchor_of(observation: str) -> str:
-    """A short stable hash of a prompt (GiGPO's anchor state)."""
-    return hashlib.blake2b(observation.encode(), digest_size=8).hexdigest()
+def anchor_of(observation: str, info: Mapping[str, Any] | None = None) -> str:
+    """A short stable hash of GiGPO's anchor state: the env's ``info["state_key"]`` when it
+    gives one (Sokoban's position), with the meta-episode's phase, episode index and earlier
+    episodes' returns (which differential rewards depend on), so that one position reached
+    by different moves shares a step baseline; else the whole prompt.
+
+    Example:
+        >>> a = anchor_of("moves: up", {"state_key": "#@$.#", "episode_index": 0, "episode_returns": []})
+        >>> a == anchor_of("moves: left, right, up", {"state_key": "#@$.#", "episode_index": 0, "episode_returns": []})
+        True
+        >>> a == anchor_of("moves: up", {"state_key": "#@$.#", "episode_index": 1, "episode_returns": [-1.5]})
+        False
+    """
+    if info is None or info.get("state_key") is None:
+        text = observation
+    else:
+        text = (f"{info.get('phase', 'act')}|{info.get('episode_index', 0)}|{info.get('episode_returns', [])}|"
+                f"{info['state_key']}")
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
 class RolloutRunner:
@@ -180,7 +196,7 @@ class RolloutRunner:
                         prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
                         logprobs=generation.logprobs, reward=float(reward),
                         invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
-                        truncated=generation.truncated, anchor=anchor_of(observations[i]),
+                        truncated=generation.truncated, anchor=anchor_of(observations[i], info),
                         allowed_ids=generation.allowed_ids,
                     ))
                     observations[i], infos[i] = obs, next_info

@@ -4,7 +4,8 @@ kept every digest), and rewritten for changes meant to alter play: the rules abo
 memory in the games' meta prompts; the tasks' episode summaries in ``info`` (Sokoban's
 moves and box positions, Household's and WebShop's actions) and their rules above the
 memory; Kuhn Poker's trainable split gaining ``random-style`` (its four ids, which play
-``opponent="trainable"``; with the six archetypes before it they give the old digests). Each digest is of a seeded rollout of random
+``opponent="trainable"``; with the six archetypes before it they give the old digests); Sokoban's
+``info["state_key"]`` (with that key left out, its two ids give the old digests). Each digest is of a seeded rollout of random
 answers, hashed step by step (observations, rewards, flags and infos).
 
 Regenerate (only after a change that is meant to alter play):

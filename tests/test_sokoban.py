@@ -280,7 +280,7 @@ def test_prompt_contents() -> None:
                   "-0.1 per step", "at most 20 steps"):
         assert piece in obs, piece
     assert info == {"legal_actions": list(DIRECTIONS), "opponent": None, "seat": 0,
-                    "invalid_action": None, "instance": info["instance"]}
+                    "invalid_action": None, "instance": info["instance"], "state_key": env.level.to_xsb()}
     obs, *_ = env.step("up")
     assert "- step 1: up: blocked, nothing moved" in obs and "after 1 of 20 steps" in obs
 

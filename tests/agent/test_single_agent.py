@@ -155,3 +155,20 @@ def test_an_example_config_trains_and_evaluates(tmp_path: Path, task: str, files
         assert report["env_kwargs"]["instance_split"] in ("eval", "all")
         assert len(report["opponents"]["default"]["mean_return_by_episode"]) == 3
     assert json.loads((out / "metrics.jsonl").read_text().splitlines()[0])["invalid_rate"] == 0.0
+
+
+def test_gigpo_anchors_a_sokoban_position_however_it_was_reached():
+    from mage_agent.rollout import anchor_of
+
+    env = gym.make("mage/Sokoban-meta-v0", levels=["######\n#@$ .#\n######"], reflection=False, max_steps=6)
+    start_obs, start_info = env.reset(seed=0)
+    blocked_obs, _, _, _, blocked_info = env.step("<action>left</action>")   # into the wall: nothing moves
+    assert blocked_obs != start_obs and blocked_info["state_key"] == start_info["state_key"]
+    assert anchor_of(blocked_obs, blocked_info) == anchor_of(start_obs, start_info)
+    assert anchor_of(blocked_obs) != anchor_of(start_obs)        # the prompts alone differ
+    pushed_obs, _, _, _, pushed_info = env.step("<action>right</action>")
+    assert anchor_of(pushed_obs, pushed_info) != anchor_of(start_obs, start_info)
+    # the same position in a later episode, after a different first one, is another anchor
+    later_obs, _, _, _, later_info = env.step("<action>right</action>")   # solved: episode 2 starts over
+    assert later_info["episode_index"] == 1 and later_info["state_key"] == start_info["state_key"]
+    assert anchor_of(later_obs, later_info) != anchor_of(start_obs, start_info)

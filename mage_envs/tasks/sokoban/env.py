@@ -188,6 +188,10 @@ class SokobanEnv(TextTaskEnv):
             return reward, None
         return reward + SOLVED_REWARD, "win"
 
+    def _info_extras(self) -> dict[str, Any]:
+        """``state_key``: the position (XSB), what the future depends on besides the step count."""
+        return {"state_key": self._board().to_xsb()}
+
     def _board(self) -> Level:
         """The current level (set once an episode has started)."""
         assert self._level is not None, "call reset() first"

@@ -46,7 +46,7 @@ OPPONENTS = ["cfr-argmax", "nash"]
 META_EPISODES = 300
 #: The runs of benchmarks/learning.py each default variant reads.
 DEFAULT_RUNS = {"default": "iterations-600-other-seeds", "default-900": "mage-other-seeds",
-                "random-style": "random-style-other-seeds"}
+                "random-style": "random-style-other-seeds", "random-style-league": "random-style-league-other-seeds"}
 VARIANTS = [*DEFAULT_RUNS, "league"]
 
 

@@ -45,6 +45,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
   each meta-episode) in the population, on seeds 20-29, paired with ``mage-other-seeds``;
   ``fresh-deals-random-style-other-seeds`` the same population with ``examples/fresh_deals.yaml``'s
   settings (not paired: no fresh-deal run of the default population is on those seeds);
+  ``random-style-league-other-seeds`` adds a league of the learner's first hand and the exact
+  best response to it, refreshed every 2 iterations (paired with ``random-style-other-seeds``);
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
   iterations unless the variant sets its own (``packed_forward: false``), compared among
   themselves (not run unless named);
@@ -164,6 +166,14 @@ VARIANTS.update(OTHER_SEEDS)
 RANDOM_STYLE_POPULATION = {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0, "random-style": 1.0}
 VARIANTS["random-style-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION}
 PAIRED_WITH["random-style-other-seeds"] = "mage-other-seeds"
+#: That population with a league whose snapshot, every 2 iterations, brings the learner's first
+#: hand and the exact best response to it (one of each kept, half the groups): chosen among the
+#: league trials of seed 0 (benchmarks/results/league-trials-s0.json), paired with the above.
+RANDOM_STYLE_LEAGUE = {"league": True, "league_members": "both", "league_sampling": "uniform",
+                       "league_interval": 2, "league_pool_size": 1, "league_share": 0.5}
+VARIANTS["random-style-league-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION,
+                                               **RANDOM_STYLE_LEAGUE}
+PAIRED_WITH["random-style-league-other-seeds"] = "random-style-other-seeds"
 #: The same population with fresh deals (``examples/fresh_deals.yaml``'s settings), seeds 20-29:
 #: no fresh-deal run of the default population exists on those seeds, so it is not paired.
 UNPAIRED_OTHER_SEEDS = {"fresh-deals-random-style-other-seeds": {

@@ -64,11 +64,10 @@ def ceiling(simulations: int, samples: int, games: int, seed: int) -> dict[str, 
             solver = Expectimax(seat, [model], [1.0], max_value=1.0, payoff=payoff)
             value = solver.value(game.new_initial_state())
             returns = play_returns(game, solver, bot, games, seed + 1)
-            row[f"max_{objective}"] = {"model_value": round(value, 4), **outcome_counts(returns),
-                                       "seconds": round(time.perf_counter() - start, 1)}
+            result = row[f"max_{objective}"] = {"model_value": round(value, 4), **outcome_counts(returns),
+                                                "seconds": round(time.perf_counter() - start, 1)}
             print(f"mcts-{simulations} seat {seat}, best response by {objective}: model value {value:+.3f}; "
-                  f"{games} real games W/D/L {row[f'max_{objective}']['wins']}/{row[f'max_{objective}']['draws']}/"
-                  f"{row[f'max_{objective}']['losses']}", flush=True)
+                  f"{games} real games W/D/L {result['wins']}/{result['draws']}/{result['losses']}", flush=True)
         seats[str(seat)] = row
     both = {key: sum(seats[s][key]["win_rate"] for s in seats) / 2 for key in ("max_return", "max_win")}
     return {"seats": seats, "win_rate_both_seats": both}

@@ -90,12 +90,7 @@ class League:
         the snapshot's name."""
         stamp = f"{iteration:06d}"
         self.frozen[stamp] = {key: dict(probs) for key, probs in table.items()}
-        added = {}
-        if self.members in ("snapshots", "both"):
-            added[SNAPSHOT + stamp] = self.frozen[stamp]
-        if self.members in ("best-responses", "both"):
-            added[BEST_RESPONSE + stamp] = best_response_opponent(self.game, table, BEST_RESPONSE + stamp).table
-        for name, member in added.items():
+        for name, member in self._members_of(stamp).items():
             self.snapshots[name] = member
             self.ratings[name] = self.ratings[LEARNER]
         for oldest in list(self.frozen)[:max(0, len(self.frozen) - self.pool_size)]:
@@ -105,6 +100,16 @@ class League:
                 for record in (self.wins, self.games, self.ratings):
                     record.pop(name, None)
         return SNAPSHOT + stamp
+
+    def _members_of(self, stamp: str) -> dict[str, Table]:
+        """The members the first hand frozen at ``stamp`` brings, as ``members`` says."""
+        added: dict[str, Table] = {}
+        if self.members in ("snapshots", "both"):
+            added[SNAPSHOT + stamp] = self.frozen[stamp]
+        if self.members in ("best-responses", "both"):
+            name = BEST_RESPONSE + stamp
+            added[name] = best_response_opponent(self.game, self.frozen[stamp], name).table
+        return added
 
     def opponents(self) -> list[TableOpponent]:
         """The snapshots as opponents (for the envs' populations)."""
@@ -181,23 +186,18 @@ class League:
 
     # ------------------------------------------------------------------ checkpoints
     def state_dict(self) -> dict[str, Any]:
-        """JSON-ready state (action ids as strings)."""
-        def plain(tables: Mapping[str, Table]) -> dict[str, Any]:
-            return {name: {k: {str(a): p for a, p in probs.items()} for k, probs in table.items()}
-                    for name, table in tables.items()}
-
-        return {"snapshots": plain(self.snapshots), "frozen": plain(self.frozen),
+        """JSON-ready state (action ids as strings): the frozen first hands, from which the
+        members are rebuilt, the win counts and the ratings."""
+        return {"frozen": {stamp: {k: {str(a): p for a, p in probs.items()} for k, probs in table.items()}
+                           for stamp, table in self.frozen.items()},
                 "wins": self.wins, "games": self.games, "ratings": {k: list(v) for k, v in self.ratings.items()}}
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
-        def typed(tables: Mapping[str, Any]) -> dict[str, Table]:
-            return {name: {k: {int(a): float(p) for a, p in probs.items()} for k, probs in table.items()}
-                    for name, table in tables.items()}
-
-        self.snapshots = typed(state["snapshots"])
-        # checkpoints from before best-response members kept the snapshots alone
-        self.frozen = typed(state.get("frozen") or {name.removeprefix(SNAPSHOT): table
-                                                     for name, table in state["snapshots"].items()})
+        # checkpoints from before best-response members kept the snapshot members alone
+        frozen = state.get("frozen") or {name.removeprefix(SNAPSHOT): table for name, table in state["snapshots"].items()}
+        self.frozen = {stamp: {k: {int(a): float(p) for a, p in probs.items()} for k, probs in table.items()}
+                       for stamp, table in frozen.items()}
+        self.snapshots = {name: member for stamp in self.frozen for name, member in self._members_of(stamp).items()}
         self.wins = dict(state["wins"])
         self.games = dict(state["games"])
         self.ratings = {k: (float(v[0]), float(v[1])) for k, v in state["ratings"].items()}

@@ -177,8 +177,7 @@ class RandomStyle(Opponent):
             >>> len(draws), round(sum(p for p, _ in draws), 12)
             (4093, 1.0)
         """
-        styles = drawable_styles()
-        return [(1.0 / len(styles), PolicyOpponent(self.name, style.policy)) for style in styles]
+        return list(_style_draws())
 
 
 @functools.cache
@@ -187,6 +186,13 @@ def drawable_styles() -> tuple[KuhnStrategy, ...]:
     the held-out archetypes' styles (4,093)."""
     return tuple(style for bits in itertools.product((0.0, 1.0), repeat=12)
                  if (style := KuhnStrategy.from_bits(bits)) not in RandomStyle.EXCLUDED)
+
+
+@functools.cache
+def _style_draws() -> tuple[tuple[float, Opponent], ...]:
+    """:meth:`RandomStyle.meta_episode_draws`, built once (each opponent keeps its move cache)."""
+    styles = drawable_styles()
+    return tuple((1.0 / len(styles), PolicyOpponent(RandomStyle.name, style.policy)) for style in styles)
 
 
 @functools.cache

@@ -246,7 +246,7 @@ class TextTaskEnv(gym.Env[str, str], ABC):
 
     def _head(self) -> list[str]:
         """The lines a prompt starts with: the rules and a blank line, or none (compact)."""
-        return [self._rules, ""] if self.prompt_style == "full" else []
+        return [self.prompt_preamble, ""] if self.prompt_preamble else []
 
     @property
     def steps(self) -> int:

@@ -141,6 +141,8 @@ def test_a_best_response_league_meets_only_the_best_responses():
     old = League("kuhn_poker", {"aggressive": 1.0}, 1, 2, 0.5, "uniform", 2.0)
     old.add_snapshot(5, league.frozen["000003"])
     state = old.state_dict()
-    del state["frozen"]
-    old.load_state_dict(state)
-    assert list(old.frozen) == ["000005"]
+    legacy = {"snapshots": {"snapshot-000005": state["frozen"]["000005"]},
+              **{k: v for k, v in state.items() if k != "frozen"}}   # the state_dict of the code before
+    old.load_state_dict(legacy)
+    assert list(old.frozen) == ["000005"] and list(old.snapshots) == ["snapshot-000005"]
+    assert old.state_dict() == state

@@ -57,7 +57,7 @@ def test_a_task_run_appends_its_words_after_the_games_ids(tmp_path: Path) -> Non
     tokenizer = AutoTokenizer.from_pretrained(base_model_path(config, tmp_path / "sokoban"))
     vocab = tokenizer.get_vocab()
     assert all(vocab[word] == i for word, i in games.items()) and len(vocab) > len(games) + 20
-    for word in ("up", "down", "left", "right", "1", "2", "3", "4", "Boxes", "Sokoban", "77", "300"):
+    for word in ("up", "down", "left", "right", "1", "2", "3", "4", "boxes", "goals", "column", "77", "300"):
         assert len(tokenizer(word, add_special_tokens=False)["input_ids"]) == 1
         assert tokenizer.convert_tokens_to_ids(word) != tokenizer.unk_token_id
 

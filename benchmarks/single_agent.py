@@ -193,8 +193,8 @@ def main() -> None:
     parser.add_argument("--out", default="benchmarks/results/single-agent.json")
     args = parser.parse_args()
     out, results = Path(args.output_dir), []
-    for variant in args.variants:
-        for seed in args.seeds:
+    for seed in args.seeds:   # seed by seed, so that the paired variants of a seed finish together
+        for variant in args.variants:
             config = variant_config(variant, seed, out, args.iterations, args.eval_meta_episodes)
             kept = Path(config.run.output_dir) / "single_agent.json"
             results.append(json.loads(kept.read_text()) if kept.exists() else run_one(config))

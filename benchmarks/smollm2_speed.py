@@ -11,8 +11,9 @@ compare the ratios, measured in one run, not the seconds.
 Variants (``--variants``; NAME=VALUE settings in brackets): ``float32`` (the path before
 this benchmark: float32 weights on one thread, the minibatch in one pass; 4 x 8
 meta-episodes, which fits), ``auto`` (the defaults: bfloat16 frozen weights where the CPU has
-native bfloat16 products, every core, micro-batches sized to memory; 4 x 8) and ``auto-16``
-(the defaults at ``mage train``'s 16 x 8).
+native bfloat16 products, every core, micro-batches sized to memory; 4 x 8), ``auto-16``
+(the defaults at ``mage train``'s 16 x 8) and ``top6-16`` (16 x 8 with the adapters on the
+last 6 of 30 layers: the layers below run without autograd and the backward pass stops there).
 
 Run: ``python benchmarks/smollm2_speed.py [--iterations 2] [--variants float32 auto auto-16]
 [--output benchmarks/results/smollm2-speed.json]``
@@ -39,6 +40,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "float32": {"dtype": "float32", "threads": 1, "micro_batch_tokens": 10**9, "groups_per_iteration": 4},
     "auto": {"groups_per_iteration": 4},
     "auto-16": {"groups_per_iteration": 16},
+    "top6-16": {"groups_per_iteration": 16, "lora_top_layers": 6},
 }
 STAGES = ("sampling", "rollout rest", "scoring", "update rest")
 

@@ -20,7 +20,9 @@ re-run. The summary (mean and 95% CI over seeds of success by attempt index, and
 differences of ``sokoban-cumulative`` against ``sokoban``) goes to ``--out``.
 
 Run: ``python benchmarks/single_agent.py --variants sokoban sokoban-cumulative --seeds 0 1 2 3 4``
-(``--iterations`` and ``--eval-meta-episodes`` shorten a trial).
+(``--iterations`` and ``--eval-meta-episodes`` shorten a trial). The plot of success by
+attempt index (``--plot``, ``docs/single_agent.png``) is drawn from the same results;
+``--summary-only`` re-derives the summary and the plot from the runs that have a result.
 """
 
 from __future__ import annotations
@@ -183,6 +185,45 @@ def summarise(results: list[dict]) -> dict[str, Any]:
     return table
 
 
+def plot(table: dict[str, Any], path: Path) -> Path:
+    """Success by attempt index on the evaluation instances, one panel per variant: the
+    untrained and trained models (mean and 95% CI over seeds) and the oracle.
+
+    Example:
+        >>> import tempfile
+        >>> rows = [{"variant": "sokoban", "seed": s, "evaluations": {"eval": {
+        ...     "untrained": [0.3, 0.3], "trained": [0.5 + s / 10, 0.6], "oracle": [1.0, 1.0]}}} for s in range(2)]
+        >>> plot(summarise(rows), Path(tempfile.mkdtemp()) / "single_agent.png").exists()
+        True
+    """
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    variants = list(table)
+    fig, axes = plt.subplots(1, len(variants), figsize=(4.2 * len(variants), 3.6), squeeze=False)
+    for ax, variant in zip(axes[0], variants):
+        rows = table[variant]["eval"]
+        for agent, style in (("untrained", ":"), ("trained", "-"), ("oracle", "--")):
+            if agent not in rows:
+                continue
+            means, halves = zip(*rows[agent]["by_attempt"])
+            attempts = range(1, len(means) + 1)
+            ax.errorbar(attempts, means, yerr=np.nan_to_num(halves), linestyle=style, marker="o", capsize=3,
+                        label=agent)
+        ax.set(title=f"{variant} ({len(table[variant]['seeds'])} seeds)", xlabel="attempt", ylim=(0, 1.05),
+               xticks=list(attempts))
+        ax.grid(alpha=0.3)
+    axes[0][0].set_ylabel("success on unseen instances")
+    axes[0][0].legend(loc="lower right")
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return path
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--variants", nargs="+", default=["sokoban", "sokoban-cumulative"], choices=list(VARIANTS))
@@ -191,17 +232,24 @@ def main() -> None:
     parser.add_argument("--eval-meta-episodes", type=int, default=None, help="override the configs' evaluations")
     parser.add_argument("--output-dir", default="runs/single-agent")
     parser.add_argument("--out", default="benchmarks/results/single-agent.json")
+    parser.add_argument("--plot", default="docs/single_agent.png", help="the plot of success by attempt index")
+    parser.add_argument("--summary-only", action="store_true",
+                        help="summarise and plot the runs that have a result, train nothing")
     args = parser.parse_args()
     out, results = Path(args.output_dir), []
     for seed in args.seeds:   # seed by seed, so that the paired variants of a seed finish together
         for variant in args.variants:
             config = variant_config(variant, seed, out, args.iterations, args.eval_meta_episodes)
             kept = Path(config.run.output_dir) / "single_agent.json"
-            results.append(json.loads(kept.read_text()) if kept.exists() else run_one(config))
-            print(f"{variant} s{seed}: {results[-1]['evaluations']}", flush=True)
+            if kept.exists() or not args.summary_only:
+                results.append(json.loads(kept.read_text()) if kept.exists() else run_one(config))
+                print(f"{variant} s{seed}: {results[-1]['evaluations']}", flush=True)
+    if not results:
+        raise SystemExit(f"no run under {out} has a result yet")
+    summary = summarise(results)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
-    Path(args.out).write_text(json.dumps({"results": results, "summary": summarise(results)}, indent=2))
-    print(f"saved {args.out}")
+    Path(args.out).write_text(json.dumps({"results": results, "summary": summary}, indent=2))
+    print(f"saved {args.out} and {plot(summary, Path(args.plot))}")
 
 
 if __name__ == "__main__":

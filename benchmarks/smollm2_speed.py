@@ -15,7 +15,7 @@ native bfloat16 products, every core, micro-batches sized to memory; 4 x 8), ``a
 (the defaults at ``mage train``'s 16 x 8) and ``top6-16`` (16 x 8 with the adapters on the
 last 6 of 30 layers: the layers below run without autograd and the backward pass stops there).
 
-Run: ``python benchmarks/smollm2_speed.py [--iterations 2] [--variants float32 auto auto-16]
+Run: ``python benchmarks/smollm2_speed.py [--iterations 2] [--variants float32 auto auto-16 top6-16]
 [--output benchmarks/results/smollm2-speed.json]``
 """
 
@@ -153,6 +153,9 @@ def main() -> None:
     if "float32" in ok and "auto" in ok:
         base, new = (sum(row["seconds"] for row in ok[name]["iterations"]) for name in ("float32", "auto"))
         print(f"speed-up float32 / auto at 4 x 8 (all iterations): {base / new:.2f}x")
+    if "auto-16" in ok and "top6-16" in ok:
+        base, new = (sum(row["seconds"] for row in ok[name]["iterations"]) for name in ("auto-16", "top6-16"))
+        print(f"speed-up auto-16 / top6-16 at 16 x 8 (all iterations): {base / new:.2f}x")
 
 
 if __name__ == "__main__":

@@ -83,7 +83,8 @@ class ModelConfig:
     lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj"],
                                            metadata={"help": "module names that get a LoRA adapter (JSON list)"})
     lora_top_layers: int = field(default=0, metadata={
-        "help": "adapt only the last N decoder layers (0: all); the update's backward pass stops below them"})
+        "help": "adapt only the last N decoder layers (0: all); the layers below keep no activations for "
+                "the update's backward pass, which stops there, so micro-batches hold more tokens"})
     system_prompt: str = field(default="", metadata={
         "help": "chat models: the system message of every prompt ('' : the chat template's own)"})
     device: str = field(default="auto", metadata={"help": "'auto' (cuda when available), 'cpu', 'cuda', 'cuda:1'..."})

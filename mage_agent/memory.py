@@ -36,22 +36,27 @@ PLAN_SLACK = 4
 DEFAULT_BUDGET_BYTES = 2 << 30
 
 
-def activation_bytes_per_token(config: Any, weight_bytes: int) -> int:
+def activation_bytes_per_token(config: Any, weight_bytes: int, trained_layers: int = 0) -> int:
     """Estimated bytes of activations per token of a forward pass kept for backward, for a
     transformers config with ``num_hidden_layers``, ``hidden_size`` and ``intermediate_size``.
+    ``trained_layers``: only the last so many layers have trainable weights (LoRA's
+    ``top_layers``); the layers below run without autograd and keep nothing (0: every layer).
 
     Example:
         >>> from types import SimpleNamespace
-        >>> activation_bytes_per_token(SimpleNamespace(num_hidden_layers=30, hidden_size=576,
-        ...                                            intermediate_size=1536), weight_bytes=2) // 1024
+        >>> smollm2 = SimpleNamespace(num_hidden_layers=30, hidden_size=576, intermediate_size=1536)
+        >>> activation_bytes_per_token(smollm2, weight_bytes=2) // 1024
         1035
+        >>> activation_bytes_per_token(smollm2, weight_bytes=2, trained_layers=6) // 1024
+        207
     """
     hidden = config.hidden_size
     intermediate = getattr(config, "intermediate_size", 4 * hidden)
-    return config.num_hidden_layers * (HIDDEN_FACTOR * hidden + MLP_FACTOR * weight_bytes * intermediate)
+    layers = min(trained_layers, config.num_hidden_layers) if trained_layers else config.num_hidden_layers
+    return layers * (HIDDEN_FACTOR * hidden + MLP_FACTOR * weight_bytes * intermediate)
 
 
-def default_token_budget(config: Any, weight_bytes: int) -> int:
+def default_token_budget(config: Any, weight_bytes: int, trained_layers: int = 0) -> int:
     """Tokens per forward/backward pass that :data:`DEFAULT_BUDGET_BYTES` of activations hold
     (at least one), by :func:`activation_bytes_per_token`.
 
@@ -61,7 +66,7 @@ def default_token_budget(config: Any, weight_bytes: int) -> int:
         ...                                      intermediate_size=1536), weight_bytes=2)
         2026
     """
-    return max(1, DEFAULT_BUDGET_BYTES // activation_bytes_per_token(config, weight_bytes))
+    return max(1, DEFAULT_BUDGET_BYTES // activation_bytes_per_token(config, weight_bytes, trained_layers))
 
 
 def packed_tokens(rows: Sequence[Sequence[int]]) -> int:

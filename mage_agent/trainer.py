@@ -164,9 +164,11 @@ class Trainer:
         #: activations per token of the update's forward pass (an estimate), and the tokens a
         #: micro-batch holds (``micro_batch_tokens``, or what fits the default memory budget)
         weights = next(self.policy.model.parameters())
-        self.bytes_per_token = activation_bytes_per_token(self.policy.model.config, weights.element_size())
+        trained_layers = config.model.lora_top_layers if config.model.lora else 0
+        self.bytes_per_token = activation_bytes_per_token(self.policy.model.config, weights.element_size(),
+                                                          trained_layers)
         self.token_budget = algo.micro_batch_tokens or default_token_budget(self.policy.model.config,
-                                                                           weights.element_size())
+                                                                           weights.element_size(), trained_layers)
         self.runner = RolloutRunner(
             config.env.env_id, env_kwargs(config),
             num_envs=(self.shard[1] - self.shard[0]) * config.rollout.group_size,

@@ -161,6 +161,16 @@ def test_reference_log_probs_are_scored_in_the_token_budgeted_micro_batches(tmp_
     assert split.shape == whole.shape and torch.allclose(split, whole, atol=1e-5)
 
 
+def test_adapters_on_the_top_layers_only_let_a_micro_batch_hold_more_tokens(tmp_path):
+    """The layers below ``lora_top_layers`` keep no activations for the backward pass, so
+    the default budget counts the adapted layers only (here 1 of the tiny model's 2)."""
+    every = Trainer(run_config(tmp_path, "every", lora=True), progress=False)
+    top = Trainer(run_config(tmp_path, "top", lora=True, lora_top_layers=1), progress=False)
+    assert every.policy.model.config.num_hidden_layers == 2
+    assert top.bytes_per_token * 2 == every.bytes_per_token
+    assert top.token_budget in (2 * every.token_budget, 2 * every.token_budget + 1)
+
+
 def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
     """Completions of different lengths: the accumulated gradient and the token-mean
     diagnostics equal one pass over the whole minibatch."""

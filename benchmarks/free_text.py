@@ -17,8 +17,8 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
-import math
 import random
+import sys
 import time
 from pathlib import Path
 
@@ -28,6 +28,9 @@ import torch
 import mage_envs  # noqa: F401  (registers the ids)
 from mage_envs.core.parsing import parse_action
 from mage_envs.oracle.winnable import stratified_instances
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from household_random import wilson  # noqa: E402  (the sibling benchmark's interval)
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 #: The answer instructions compared, on top of the env's prompt: a system message, a closing
@@ -67,16 +70,6 @@ def acting_prompts(style: str, count: int, seed: int) -> list[tuple[str, list[st
     raise AssertionError("unreachable")
 
 
-def wilson(successes: int, n: int) -> tuple[float, float]:
-    """95% Wilson interval of a proportion."""
-    if n == 0:
-        return 0.0, 1.0
-    z, p = 1.96, successes / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
-
-
 def measure(policy, prompts: list[tuple[str, list[str]]], instruction: dict[str, str], temperature: float,
             max_new_tokens: int, stop: tuple[str, ...], seed: int) -> dict:
     from mage_agent.sampling import Sampling, TorchSampler
@@ -96,9 +89,8 @@ def measure(policy, prompts: list[tuple[str, list[str]]], instruction: dict[str,
         if parsed.action is None:
             reasons[str(parsed.reason)] = reasons.get(str(parsed.reason), 0) + 1
     n = len(prompts)
-    low, high = wilson(n - valid, n)
     return {
-        "invalid_rate": (n - valid) / n, "invalid_ci95": [low, high], "n": n, "reasons": reasons,
+        "invalid_rate": (n - valid) / n, "invalid_ci95": wilson(n - valid, n), "n": n, "reasons": reasons,
         "tokens_per_answer": sum(len(g.completion_ids) for g in generations) / n,
         "cut_by_budget": sum(g.truncated for g in generations) / n, "seconds": seconds,
         "examples": [g.text for g in generations[:3]],

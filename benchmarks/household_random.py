@@ -45,12 +45,14 @@ BASE = {"num_games": 100, "instance_split": "train"}
 
 
 def wilson(successes: int, n: int) -> list[float]:
-    """The Wilson score 95% interval of a rate.
+    """The Wilson score 95% interval of a rate (``[0, 1]`` for no trials).
 
     Example:
-        >>> wilson(0, 30)
-        [0.0, 0.114]
+        >>> wilson(0, 30), wilson(0, 0)
+        ([0.0, 0.114], [0.0, 1.0])
     """
+    if n == 0:
+        return [0.0, 1.0]
     z = 1.96
     centre = (successes + z * z / 2) / (n + z * z)
     half = z * math.sqrt(successes * (n - successes) / n + z * z / 4) / (n + z * z)

@@ -29,10 +29,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from learning import mean_ci  # noqa: E402  (the sibling benchmark's statistics)
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 #: variant -> (example config, overrides)
@@ -133,21 +137,6 @@ def run_one(config) -> dict:
                                                                          config.run.eval_meta_episodes)
     (folder / "single_agent.json").write_text(json.dumps(result, indent=2))
     return result
-
-
-def mean_ci(values: list[float]) -> list[float]:
-    """Mean and the half-width of its 95% CI (Student t over seeds; NaN for one seed).
-
-    Example:
-        >>> mean_ci([0.5, 0.7, 0.9])
-        [0.7, 0.497]
-    """
-    from scipy import stats
-
-    xs = np.asarray(values, dtype=float)
-    if len(xs) < 2:
-        return [float(xs.mean()), float("nan")]
-    return [round(float(xs.mean()), 3), round(float(stats.t.ppf(0.975, len(xs) - 1) * xs.std(ddof=1) / np.sqrt(len(xs))), 3)]
 
 
 def summarise(results: list[dict]) -> dict[str, Any]:

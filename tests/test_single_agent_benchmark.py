@@ -33,11 +33,29 @@ def test_summary_pairs_cumulative_with_differential_seed_by_seed():
     assert paired["final_minus_reference"][0] == pytest.approx(-0.2)
 
 
+def test_summary_only_re_derives_the_table_and_plot_from_the_kept_runs_and_trains_nothing(tmp_path):
+    out, results, plot = tmp_path / "runs", tmp_path / "single-agent.json", tmp_path / "single_agent.png"
+    command = [sys.executable, str(SCRIPT), "--variants", "sokoban", "--seeds", "0", "1", "--output-dir", str(out),
+               "--out", str(results), "--plot", str(plot), "--summary-only"]
+    nothing = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert nothing.returncode != 0 and "no run under" in nothing.stderr
+    kept = {"variant": "sokoban", "seed": 0, "evaluations": {"eval": {
+        "untrained": [0.3, 0.3, 0.3], "trained": [0.5, 0.6, 0.7], "oracle": [1.0, 1.0, 1.0]}}}
+    (out / "sokoban-s0").mkdir(parents=True)
+    (out / "sokoban-s0" / "single_agent.json").write_text(json.dumps(kept))
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    summary = json.loads(results.read_text())["summary"]
+    assert summary["sokoban"]["seeds"] == [0] and summary["sokoban"]["eval"]["trained"]["per_seed"] == [[0.5, 0.6, 0.7]]
+    assert plot.stat().st_size > 0 and not (out / "sokoban-s1").exists()
+
+
 @pytest.mark.slow
 def test_single_agent_trains_evaluates_with_the_oracle_and_resumes(tmp_path):
     out, results = tmp_path / "runs", tmp_path / "single-agent.json"
     command = [sys.executable, str(SCRIPT), "--variants", "sokoban", "sokoban-cumulative", "--seeds", "0", "1",
-               "--iterations", "1", "--eval-meta-episodes", "2", "--output-dir", str(out), "--out", str(results)]
+               "--iterations", "1", "--eval-meta-episodes", "2", "--output-dir", str(out), "--out", str(results),
+               "--plot", str(tmp_path / "single_agent.png")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     raw = json.loads((out / "sokoban-s1" / "single_agent.json").read_text())
@@ -46,6 +64,7 @@ def test_single_agent_trains_evaluates_with_the_oracle_and_resumes(tmp_path):
     summary = json.loads(results.read_text())["summary"]
     assert summary["sokoban-cumulative"]["paired_with"]["seeds"] == [0, 1]
     assert len(summary["sokoban"]["eval"]["untrained"]["by_attempt"]) == 3
+    assert (tmp_path / "single_agent.png").stat().st_size > 0
     checkpoint = next((out / "sokoban-s0" / "checkpoints").iterdir())
     stamp = checkpoint.stat().st_mtime
     again = subprocess.run(command, capture_output=True, text=True, timeout=900)

@@ -27,10 +27,11 @@ success by attempt index beside the expert's own on the same meta-episodes:
     python benchmarks/capacity.py --config examples/household.yaml --meta-episodes 60 --steps 400
 
 ``--config`` checks another model and prompt the same way (a `mage train` config: its model,
-adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt:
+adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt (its
+adapters on the last 6 layers run through a :class:`FrozenTrunk`, which needs float32):
 
-    python benchmarks/capacity.py --config examples/smollm2_kuhn.yaml --full-batch --steps 30 \
-        --learning-rate 1e-3 --meta-episodes 40 --eval-meta-episodes 60
+    python benchmarks/capacity.py --config examples/smollm2_kuhn.yaml --set 'dtype="float32"' --steps 100 \
+        --batch 16 --learning-rate 1e-3 --meta-episodes 40 --eval-meta-episodes 60
 """
 
 from __future__ import annotations

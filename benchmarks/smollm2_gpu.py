@@ -1,11 +1,12 @@
 """SmolLM2-135M + LoRA on an H200: what 40-150 iterations of the CPU config do.
 
 The runs were made by ``benchmarks/gpu_smollm2.sh`` (``mage train --config
-examples/smollm2_kuhn.yaml --device cuda``, the same code as on CPU, bfloat16 by ``dtype:
+examples/smollm2_kuhn.yaml --device cuda`` with the config's settings of then: adapters on every
+layer, 8 x 8 meta-episodes, 40 iterations; the same code as on CPU, bfloat16 by ``dtype:
 auto``); their metrics and evaluations are kept in ``benchmarks/results/smollm2-gpu/``. This
 script re-derives the tables from them, without the GPU:
 
-* ``s0``-``s2``: the config as it stands (8 groups x 8 copies, 40 iterations), each
+* ``s0``-``s2``: the config as it stood (8 groups x 8 copies, 40 iterations), each
   evaluated untrained and trained (120 stratified meta-episodes per style);
 * ``big-s0``: 16 x 8 copies (stopped by its time limit at iteration 37, not evaluated);
 * ``long-*``: up to 150 iterations without evaluation (stopped by the time limit), with the

@@ -1,7 +1,8 @@
 """Does a pretrained language model learn the MAGE recipe? SmolLM2-135M + LoRA on Kuhn Poker.
 
 Each variant is a set of overrides on ``examples/smollm2_kuhn.yaml`` (the natural-language
-``full`` prompt, the env's memory, one action token per turn, LoRA on the attention):
+``full`` prompt, the env's memory, one action token per turn, LoRA on the attention of the
+last 6 layers, 16 x 8 meta-episodes an iteration):
 
 * ``smollm2``             — the config as it stands (repeated deals);
 * ``smollm2-fresh-deals`` — a new deal every hand: the style must be read from the betting;

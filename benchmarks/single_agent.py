@@ -174,6 +174,37 @@ def summarise(results: list[dict]) -> dict[str, Any]:
     return table
 
 
+#: The paper's final-attempt success per task (MAGE; GiGPO where the paper gives it).
+PAPER = {"sokoban": "77.3%", "household": "91.4% on ALFWorld (GiGPO 88.3%)", "webshop": "100% (GiGPO 79.7%)"}
+
+
+def markdown_table(table: dict[str, Any]) -> str:
+    """The paper's row beside ours per variant: untrained and trained success on the first and
+    final attempts (mean ± 95% CI over seeds) and the oracle's.
+
+    Example:
+        >>> rows = [{"variant": "sokoban", "seed": s, "evaluations": {"eval": {
+        ...     "untrained": [0.3, 0.3], "trained": [0.5, 0.6 + s / 10], "oracle": [1.0, 1.0]}}} for s in range(2)]
+        >>> print(markdown_table(summarise(rows)).splitlines()[-1])
+        | sokoban | 2 | 77.3% | 30% → 30% | 50% → 65% ± 64% | +15% ± 64% | 100% |
+    """
+    def cell(pair: Any) -> str:
+        mean, half = pair
+        return f"{mean:.0%}" + ("" if half != half or half == 0 else f" ± {half:.0%}")   # NaN: one seed
+
+    lines = ["| variant | seeds | paper, final attempt | untrained, first → final | trained, first → final "
+             "| trained gain | oracle |", "|---|---|---|---|---|---|---|"]
+    for variant, entry in table.items():
+        rows = entry["eval"]
+        untrained, trained = rows["untrained"]["by_attempt"], rows["trained"]["by_attempt"]
+        gain = rows["trained"]["gain"]
+        lines.append(f"| {variant} | {len(entry['seeds'])} | {PAPER.get(variant.split('-')[0], '')} "
+                     f"| {cell(untrained[0])} → {cell(untrained[-1])} | {cell(trained[0])} → {cell(trained[-1])} "
+                     f"| {gain[0]:+.0%}" + ("" if gain[1] != gain[1] else f" ± {gain[1]:.0%}")
+                     + f" | {cell(rows['oracle']['by_attempt'][-1]) if 'oracle' in rows else ''} |")
+    return "\n".join(lines)
+
+
 def plot(table: dict[str, Any], path: Path) -> Path:
     """Success by attempt index on the evaluation instances, one panel per variant: the
     untrained and trained models (mean and 95% CI over seeds) and the oracle.
@@ -201,7 +232,8 @@ def plot(table: dict[str, Any], path: Path) -> Path:
             attempts = range(1, len(means) + 1)
             ax.errorbar(attempts, means, yerr=np.nan_to_num(halves), linestyle=style, marker="o", capsize=3,
                         label=agent)
-        ax.set(title=f"{variant} ({len(table[variant]['seeds'])} seeds)", xlabel="attempt", ylim=(0, 1.05),
+        seeds = len(table[variant]["seeds"])
+        ax.set(title=f"{variant} ({seeds} seed{'s' if seeds > 1 else ''})", xlabel="attempt", ylim=(0, 1.05),
                xticks=list(attempts))
         ax.grid(alpha=0.3)
     axes[0][0].set_ylabel("success on unseen instances")
@@ -238,6 +270,7 @@ def main() -> None:
     summary = summarise(results)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     Path(args.out).write_text(json.dumps({"results": results, "summary": summary}, indent=2))
+    print(markdown_table(summary))
     print(f"saved {args.out} and {plot(summary, Path(args.plot))}")
 
 

@@ -319,6 +319,8 @@ def main() -> None:
                         help="fit the turns of these hands (attempts), counted from 1, only: whether their "
                              "decisions fit on their own, apart from the other hands' labels")
     parser.add_argument("--save-adapter", default=None, metavar="DIR", help="save the trained adapter (or model) here")
+    parser.add_argument("--fit-only", action="store_true",
+                        help="stop after the fit (losses and fit by hand): no evaluation of the fitted model")
     parser.add_argument("--output", default=None,
                         help="default: benchmarks/results/capacity-<probe>.json (capacity-fresh-deals.json)")
     args = parser.parse_args()
@@ -364,6 +366,14 @@ def main() -> None:
         result["fit_by_hand"] = fit_by_hand(rows, last, *(("attempt", "") if single_agent else ()))
         for key, fit in result["fit_by_hand"].items():
             print(f"{key:<28} {fit['turns']:>4} turns  nll {fit['nll']:.3f}  p>0.5 on {fit['above_half']:.0%}")
+    if args.fit_only:
+        del result["styles"]
+        print(f"{len(rows)} oracle turns, {len(labels)} prompts, final loss {result['final_loss']:.4f} (not evaluated)")
+        name = "fresh-deals" if args.fresh_deals else args.probe
+        path = ROOT / (args.output or f"benchmarks/results/capacity-{Path(args.config or 'tiny').stem}-{name}-fit.json")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(result, indent=1))
+        return
     if single_agent:
         del result["styles"]
         result.update(env_options=dict(config.env.env_options), **task_report(policy, config, out))

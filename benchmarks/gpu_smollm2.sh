@@ -9,9 +9,9 @@ out="${1:-runs/smollm2-gpu}"
 mkdir -p "$out"
 train() {  # name, time limit in seconds, further `mage train` arguments
   local name=$1 limit=$2; shift 2
-  # the config as it was for these runs: adapters on every layer, 8 x 8, 40 iterations
+  # the config as it was for these runs: adapters on every layer, alpha 32, 8 x 8, 40 iterations
   timeout "$limit" mage train --config examples/smollm2_kuhn.yaml --device cuda --threads 2 --quiet \
-    --lora-top-layers 0 --groups-per-iteration 8 --iterations 40 --output-dir "$out/$name" "$@" > "$out/$name.log" 2>&1
+    --lora-top-layers 0 --lora-alpha 32 --groups-per-iteration 8 --iterations 40 --output-dir "$out/$name" "$@" > "$out/$name.log" 2>&1
   echo "$name rc=$?" >> "$out/walls.txt"
 }
 # the config as it stands, three seeds, each evaluated untrained and trained; and 16 x 8 copies

@@ -2,7 +2,7 @@
 
 The runs were made by ``benchmarks/gpu_smollm2.sh`` (``mage train --config
 examples/smollm2_kuhn.yaml --device cuda`` with the config's settings of then: adapters on every
-layer, 8 x 8 meta-episodes, 40 iterations; the same code as on CPU, bfloat16 by ``dtype:
+layer, LoRA alpha 32, 8 x 8 meta-episodes, 40 iterations; the same code as on CPU, bfloat16 by ``dtype:
 auto``); their metrics and evaluations are kept in ``benchmarks/results/smollm2-gpu/``. This
 script re-derives the tables from them, without the GPU:
 

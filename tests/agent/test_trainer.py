@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from mage_agent.config import TrainConfig, apply_overrides, load_config
+from mage_agent.memory import activation_bytes_per_token
 from mage_agent.trainer import Trainer
 
 TINY_RUN = {"iterations": 4, "groups_per_iteration": 4, "group_size": 2, "checkpoint_every": 2,
@@ -163,12 +164,16 @@ def test_reference_log_probs_are_scored_in_the_token_budgeted_micro_batches(tmp_
 
 def test_adapters_on_the_top_layers_only_let_a_micro_batch_hold_more_tokens(tmp_path):
     """The layers below ``lora_top_layers`` keep no activations for the backward pass, so
-    the default budget counts the adapted layers only (here 1 of the tiny model's 2)."""
+    the default budget counts the adapted layers only (here 1 of the tiny model's 2); the
+    setting means nothing without LoRA."""
     every = Trainer(run_config(tmp_path, "every", lora=True), progress=False)
     top = Trainer(run_config(tmp_path, "top", lora=True, lora_top_layers=1), progress=False)
     assert every.policy.model.config.num_hidden_layers == 2
     assert top.bytes_per_token * 2 == every.bytes_per_token
     assert top.token_budget in (2 * every.token_budget, 2 * every.token_budget + 1)
+    whole = Trainer(run_config(tmp_path, "whole", lora=False, lora_top_layers=1), progress=False)
+    weight_bytes = next(whole.policy.model.parameters()).element_size()
+    assert whole.bytes_per_token == activation_bytes_per_token(whole.policy.model.config, weight_bytes)  # every layer
 
 
 def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):

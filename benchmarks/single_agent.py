@@ -15,11 +15,13 @@ experts: ``expert_actions()`` from the current state) are evaluated on every eva
 the config (``eval_env_options``: instances never trained on; WebShop's OOD split too).
 The oracle's plan length at the start of every evaluated instance is kept too (Sokoban: the
 A* optimal length, and whether it fits the step budget on every room). The raw result of
-each seed is ``<folder>/single_agent.json``; a seed with one is never
-re-run. The summary (mean and 95% CI over seeds of success by attempt index, and the paired
+each seed is ``<folder>/single_agent.json``, and with ``--kept-dir`` also
+``<kept-dir>/<variant>-s<seed>.json`` (commit that folder: a fresh checkout then re-runs only
+the seeds it lacks); a seed with one is never re-run. The summary (mean and 95% CI over seeds of success by attempt index, and the paired
 differences of ``sokoban-cumulative`` against ``sokoban``) goes to ``--out``.
 
-Run: ``python benchmarks/single_agent.py --variants sokoban sokoban-cumulative --seeds 0 1 2 3 4``
+Run: ``python benchmarks/single_agent.py --variants sokoban sokoban-cumulative --seeds 0 1 2 3 4
+--kept-dir benchmarks/results/single-agent``
 (``--iterations`` and ``--eval-meta-episodes`` shorten a trial). The plot of success by
 attempt index (``--plot``, ``docs/single_agent.png``) is drawn from the same results;
 ``--summary-only`` re-derives the summary and the plot from the runs that have a result.
@@ -254,6 +256,9 @@ def main() -> None:
     parser.add_argument("--output-dir", default="runs/single-agent")
     parser.add_argument("--out", default="benchmarks/results/single-agent.json")
     parser.add_argument("--plot", default="docs/single_agent.png", help="the plot of success by attempt index")
+    parser.add_argument("--kept-dir", default=None, metavar="DIR",
+                        help="also keep each seed's raw result here as <variant>-s<seed>.json (the committed "
+                             "copy, e.g. benchmarks/results/single-agent): a result found there is never re-run")
     parser.add_argument("--summary-only", action="store_true",
                         help="summarise and plot the runs that have a result, train nothing")
     args = parser.parse_args()
@@ -261,10 +266,17 @@ def main() -> None:
     for seed in args.seeds:   # seed by seed, so that the paired variants of a seed finish together
         for variant in args.variants:
             config = variant_config(variant, seed, out, args.iterations, args.eval_meta_episodes)
-            kept = Path(config.run.output_dir) / "single_agent.json"
-            if kept.exists() or not args.summary_only:
-                results.append(json.loads(kept.read_text()) if kept.exists() else run_one(config))
-                print(f"{variant} s{seed}: {results[-1]['evaluations']}", flush=True)
+            places = [Path(config.run.output_dir) / "single_agent.json"]
+            if args.kept_dir:
+                places.insert(0, Path(args.kept_dir) / f"{variant}-s{seed}.json")
+            kept = next((place for place in places if place.exists()), None)
+            if kept is None and args.summary_only:
+                continue
+            results.append(json.loads(kept.read_text()) if kept else run_one(config))
+            if args.kept_dir:
+                places[0].parent.mkdir(parents=True, exist_ok=True)
+                places[0].write_text(json.dumps(results[-1], indent=2))
+            print(f"{variant} s{seed}: {results[-1]['evaluations']}", flush=True)
     if not results:
         raise SystemExit(f"no run under {out} has a result yet")
     summary = summarise(results)

@@ -48,6 +48,15 @@ def test_summary_only_re_derives_the_table_and_plot_from_the_kept_runs_and_train
     summary = json.loads(results.read_text())["summary"]
     assert summary["sokoban"]["seeds"] == [0] and summary["sokoban"]["eval"]["trained"]["per_seed"] == [[0.5, 0.6, 0.7]]
     assert plot.stat().st_size > 0 and not (out / "sokoban-s1").exists()
+    assert "| sokoban | 1 | 77.3% | 30% → 30% | 50% → 70% | +20% | 100% |" in done.stdout
+    # a committed copy is found without the run folder, and a run folder's result is copied there
+    committed = tmp_path / "committed"
+    (committed).mkdir()
+    (committed / "sokoban-s1.json").write_text(json.dumps({**kept, "seed": 1}))
+    again = subprocess.run(command + ["--kept-dir", str(committed)], capture_output=True, text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert json.loads(results.read_text())["summary"]["sokoban"]["seeds"] == [0, 1]
+    assert json.loads((committed / "sokoban-s0.json").read_text()) == kept
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ it stopped; the raw per-seed rows go to ``benchmarks/results/smollm2-learning.js
 
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --variants smollm2
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --summarise-only
+    python benchmarks/smollm2_learning.py --curves benchmarks/results/smollm2-cpu-trials/*.jsonl
 """
 
 from __future__ import annotations
@@ -97,6 +98,23 @@ def _history(folder: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def by_tens(history: list[dict]) -> list[dict]:
+    """A run's training metrics by tens of iterations: the batch's mean return in the first
+    and final hand and the policy's entropy (a collapsing run plays hand 3 like hand 1).
+
+    Example:
+        >>> by_tens([{"iteration": i + 1, "return_ep1": 0.0, "return_ep3": i / 10, "entropy": 0.5} for i in range(12)])
+        [{'iterations': '1-10', 'R1': 0.0, 'R3': 0.45, 'entropy': 0.5}, {'iterations': '11-12', 'R1': 0.0, 'R3': 1.05, 'entropy': 0.5}]
+    """
+    rows = []
+    for start in range(0, len(history), 10):
+        window = history[start:start + 10]
+        rows.append({"iterations": f"{window[0]['iteration']}-{window[-1]['iteration']}",
+                     **{key: round(float(np.mean([m[source] for m in window])), 3)
+                        for key, source in (("R1", "return_ep1"), ("R3", "return_ep3"), ("entropy", "entropy"))}})
+    return rows
+
+
 def summarise(rows: list[dict]) -> dict[str, dict]:
     """Per variant: means over seeds with 95% CIs of the final hand, its share of the
     ceiling, final minus first hand and trained minus untrained, per style; whether every
@@ -134,8 +152,18 @@ def main() -> None:
     parser.add_argument("--eval-meta-episodes", type=int, default=120, help="per style, stratified")
     parser.add_argument("--output-dir", type=Path, default=ROOT / "runs" / "smollm2-learning")
     parser.add_argument("--summarise-only", action="store_true", help="tabulate the finished runs only")
+    parser.add_argument("--curves", type=Path, nargs="+", metavar="METRICS",
+                        help="print these runs' metrics.jsonl by tens of iterations (e.g. "
+                             "benchmarks/results/smollm2-cpu-trials/*.jsonl) and stop")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "smollm2-learning.json")
     args = parser.parse_args()
+    if args.curves:
+        for path in args.curves:
+            print(path.name)
+            for row in by_tens([json.loads(line) for line in path.read_text().splitlines()]):
+                print(f"  iterations {row['iterations']:>7}: hand 1 {row['R1']:+.3f}  hand 3 {row['R3']:+.3f}  "
+                      f"entropy {row['entropy']:.2f}")
+        return
     stored = json.loads(args.results.read_text())["rows"] if args.results.exists() else []
     fresh = []
     for variant in args.variants:

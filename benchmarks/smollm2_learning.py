@@ -90,11 +90,11 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
                             variant)
     return {"variant": variant, "seed": seed, "iterations": config.run.iterations,
             "trained": per_style(trained, TRAINING + HELDOUT), "untrained": per_style(untrained, TRAINING + HELDOUT),
-            "seconds": sum(m.get("seconds", 0.0) for m in _history(folder))}
+            "seconds": sum(m.get("seconds", 0.0) for m in _history(folder / "metrics.jsonl"))}
 
 
-def _history(folder: Path) -> list[dict]:
-    path = folder / "metrics.jsonl"
+def _history(path: Path) -> list[dict]:
+    """The iterations logged in a run's ``metrics.jsonl`` (none if it is missing)."""
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
@@ -160,7 +160,7 @@ def main() -> None:
     if args.curves:
         for path in args.curves:
             print(path.name)
-            for row in by_tens([json.loads(line) for line in path.read_text().splitlines()]):
+            for row in by_tens(_history(path)):
                 print(f"  iterations {row['iterations']:>7}: hand 1 {row['R1']:+.3f}  hand 3 {row['R3']:+.3f}  "
                       f"entropy {row['entropy']:.2f}")
         return

@@ -16,7 +16,10 @@ stratified protocol as ``benchmarks/learning.py`` (the three training styles and
 ones; each return beside the deal-known ceiling on the very instances evaluated; with fresh
 deals beside the Bayes-optimal agent on the same meta-episodes). Runs resume from their
 checkpoints, and evaluations from their transcripts, so a killed benchmark continues where
-it stopped; the raw per-seed rows go to ``benchmarks/results/smollm2-learning.json``.
+it stopped; the raw per-seed rows go to ``benchmarks/results/smollm2-learning.json`` and
+each trained adapter (its final checkpoint without the optimizer state, about 1.5 MB) to
+``benchmarks/results/smollm2-adapters/<variant>-s<seed>``, which ``mage eval --agent policy
+--model`` loads.
 
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --variants smollm2
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --summarise-only
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
 from pathlib import Path
 from typing import Any, Callable
@@ -37,6 +41,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from learning import HELDOUT, TRAINING, mean_ci, per_style, run_dir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
+ADAPTERS = ROOT / "benchmarks" / "results" / "smollm2-adapters"
 BASE_CONFIG = ROOT / "examples" / "smollm2_kuhn.yaml"
 VARIANTS: dict[str, dict[str, Any]] = {
     "smollm2": {},
@@ -86,11 +91,23 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
         Trainer(apply_overrides(config, {"eval_meta_episodes": 0}), resume=checkpoint is not None,
                 overwrite=checkpoint is None).train()
         checkpoint = latest_checkpoint(folder / "checkpoints")
+    if checkpoint is None:
+        raise RuntimeError(f"{folder}: the training wrote no checkpoint")
     trained = evaluate_once(lambda: build_policy(config, folder, checkpoint), config, folder / "bench_trained.json",
                             variant)
+    keep_adapter(checkpoint, ADAPTERS / f"{variant}-s{seed}")
     return {"variant": variant, "seed": seed, "iterations": config.run.iterations,
             "trained": per_style(trained, TRAINING + HELDOUT), "untrained": per_style(untrained, TRAINING + HELDOUT),
             "seconds": sum(m.get("seconds", 0.0) for m in _history(folder / "metrics.jsonl"))}
+
+
+def keep_adapter(checkpoint: Path, target: Path) -> None:
+    """Copy a checkpoint's adapter and state (not its optimizer) to ``target``, a folder
+    that ``mage eval --agent policy --model target`` evaluates with the run's settings."""
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(checkpoint / "model", target / "model")
+    shutil.copy2(checkpoint / "state.json", target / "state.json")
 
 
 def _history(path: Path) -> list[dict]:
@@ -129,7 +146,9 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
             trained = [r["trained"][style] for r in runs]
             untrained = [r["untrained"][style] for r in runs]
             styles[style] = {
+                "first": mean_ci([t["first"] for t in trained]),
                 "final": mean_ci([t["final"] for t in trained]),
+                "share_by_seed": [round(t["share"], 3) for t in trained],
                 "share": mean_ci([t["share"] for t in trained]),
                 "final_minus_first": mean_ci([t["final"] - t["first"] for t in trained]),
                 "trained_minus_untrained": mean_ci([t["final"] - u["final"] for t, u in zip(trained, untrained)]),
@@ -143,6 +162,42 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
             "paired_with": PAIRED_WITH.get(variant),
         }
     return table
+
+
+def markdown_table(row: dict) -> str:
+    """One variant's summary as the README's table: per style (held out starred), means over
+    seeds with the half-width of their 95% CI, and each seed's share of the ceiling.
+
+    Example:
+        >>> cell = {"first": (0.1, 0.02), "final": (0.3, 0.01), "final_minus_first": (0.2, 0.03),
+        ...         "trained_minus_untrained": (0.5, 0.1), "untrained_final": (-0.2, 0.1), "ceiling": 0.3,
+        ...         "share_by_seed": [1.0, 0.98]}
+        >>> print(markdown_table({"seeds": [0, 1], "styles": {"aggressive": cell}}).splitlines()[-1])
+        | share of the ceiling, seed by seed | 100% / 98% |
+    """
+    styles = list(row["styles"])
+    names = [s if s in TRAINING else f"{s}*" for s in styles]
+
+    def signed(x: float) -> str:
+        return f"{x:+.2f}".replace("-", "−")
+
+    def cells(key: str) -> str:
+        return " | ".join(signed(mean) + ("" if np.isnan(half) else f" ± {half:.2f}")
+                          for mean, half in (row["styles"][s][key] for s in styles))
+
+    seeds = ", ".join(str(seed) for seed in row["seeds"])
+    return "\n".join([
+        f"| SmolLM2-135M + LoRA, seeds {seeds} | {' | '.join(names)} |",
+        "|---" * (len(styles) + 1) + "|",
+        f"| untrained, final hand | {cells('untrained_final')} |",
+        f"| trained, first hand | {cells('first')} |",
+        f"| trained, final hand | {cells('final')} |",
+        f"| final − first hand | {cells('final_minus_first')} |",
+        f"| trained − untrained, final hand | {cells('trained_minus_untrained')} |",
+        "| deal-known ceiling | " + " | ".join(signed(row["styles"][s]["ceiling"]) for s in styles) + " |",
+        "| share of the ceiling, seed by seed | "
+        + " | ".join(" / ".join(f"{x:.0%}" for x in row["styles"][s]["share_by_seed"]) for s in styles) + " |",
+    ])
 
 
 def main() -> None:
@@ -182,6 +237,8 @@ def main() -> None:
         cells = "  ".join(f"{s} {row['styles'][s]['final'][0]:+.2f} ({row['styles'][s]['share'][0]:.0%})" for s in TRAINING)
         print(f"{variant:<20} seeds {row['seeds']}  final hand {cells}  "
               f"every seed >= 80%: {row['every_seed_every_style_80']}")
+    if "smollm2" in table:
+        print(markdown_table(table["smollm2"]))
 
 
 if __name__ == "__main__":

@@ -1,5 +1,6 @@
 """The benchmarks run end to end on a tiny budget (their numbers live in docs)."""
 
+import importlib.util
 import json
 import shutil
 import subprocess
@@ -482,3 +483,40 @@ def test_ttt_mcts_ceiling_plays_both_best_responses_in_both_seats(tmp_path):
         assert 0.0 <= result["seats"][seat]["max_win"]["model_value"] <= 1.0
     assert result["win_rate_both_seats"]["max_win"] == pytest.approx(
         (result["seats"]["0"]["max_win"]["win_rate"] + result["seats"]["1"]["max_win"]["win_rate"]) / 2)
+
+
+def test_a_kept_adapter_evaluates_exactly_as_its_checkpoint(tmp_path):
+    """smollm2_learning.py keeps each trained run's final checkpoint without its optimizer:
+    `mage eval --model KEPT` must give the checkpoint's own report, number for number."""
+    from mage_envs.cli import main
+
+    spec = importlib.util.spec_from_file_location("smollm2_learning", SCRIPT.parent / "smollm2_learning.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = tmp_path / "run"
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2",
+                 "--eval-meta-episodes", "0", "--output-dir", str(out), "--quiet", "--tensorboard", "false"]) == 0
+    checkpoint = out / "checkpoints" / "iter-000001"
+    kept = tmp_path / "results" / "adapters" / "run-s0"
+    module.keep_adapter(checkpoint, kept)
+    assert not (kept / "optimizer.pt").exists() and (kept / "state.json").exists()
+    reports = []
+    for model, where in ((checkpoint, "from-checkpoint"), (kept, "from-kept")):
+        assert main(["eval", "--model", str(model), "--meta-episodes", "3", "--quiet",
+                     "--output-dir", str(tmp_path / where)]) == 0
+        reports.append(json.loads((tmp_path / where / "eval_policy.json").read_text()))
+    assert reports[0] == reports[1]
+
+
+def test_the_readme_smollm2_table_is_the_one_the_stored_runs_give():
+    sys.path.insert(0, str(SCRIPT.parent))
+    import smollm2_learning
+
+    stored = json.loads((SCRIPT.parent / "results" / "smollm2-learning.json").read_text())
+    rows = [r for r in stored["rows"] if r["variant"] == "smollm2"]
+    table = smollm2_learning.markdown_table(smollm2_learning.summarise(rows)["smollm2"])
+    assert table in (SCRIPT.parents[1] / "README.md").read_text()
+    # the aggressive final-hand cell, re-derived by hand from the per-seed rows
+    finals = [r["trained"]["aggressive"]["final"] for r in rows]
+    row = next(line for line in table.splitlines() if line.startswith("| trained, final hand |"))
+    assert row.split(" | ")[2].startswith(f"{np.mean(finals):+.2f}".replace("-", "−"))

@@ -17,9 +17,9 @@ ones; each return beside the deal-known ceiling on the very instances evaluated;
 deals beside the Bayes-optimal agent on the same meta-episodes). Runs resume from their
 checkpoints, and evaluations from their transcripts, so a killed benchmark continues where
 it stopped; the raw per-seed rows go to ``benchmarks/results/smollm2-learning.json`` and
-each trained adapter (its final checkpoint without the optimizer state, about 1.5 MB) to
-``benchmarks/results/smollm2-adapters/<variant>-s<seed>``, which ``mage eval --agent policy
---model`` loads.
+each trained adapter (its final checkpoint without the optimizer state and the tokenizer,
+about 1.5 MB) to ``benchmarks/results/smollm2-adapters/<variant>-s<seed>``, which ``mage
+eval --agent policy --model`` loads.
 
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --variants smollm2
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --summarise-only
@@ -102,11 +102,13 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
 
 
 def keep_adapter(checkpoint: Path, target: Path) -> None:
-    """Copy a checkpoint's adapter and state (not its optimizer) to ``target``, a folder
-    that ``mage eval --agent policy --model target`` evaluates with the run's settings."""
+    """Copy a checkpoint's adapter and state (not its optimizer, nor the tokenizer, which
+    loads from the base model) to ``target``, a folder that ``mage eval --agent policy
+    --model target`` evaluates with the run's settings."""
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(checkpoint / "model", target / "model")
+    shutil.copytree(checkpoint / "model", target / "model",
+                    ignore=shutil.ignore_patterns("tokenizer*", "chat_template.jinja", "special_tokens_map.json"))
     shutil.copy2(checkpoint / "state.json", target / "state.json")
 
 

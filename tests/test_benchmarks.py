@@ -1,6 +1,5 @@
 """The benchmarks run end to end on a tiny budget (their numbers live in docs)."""
 
-import importlib.util
 import json
 import shutil
 import subprocess
@@ -488,17 +487,17 @@ def test_ttt_mcts_ceiling_plays_both_best_responses_in_both_seats(tmp_path):
 def test_a_kept_adapter_evaluates_exactly_as_its_checkpoint(tmp_path):
     """smollm2_learning.py keeps each trained run's final checkpoint without its optimizer:
     `mage eval --model KEPT` must give the checkpoint's own report, number for number."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import smollm2_learning
+
     from mage_envs.cli import main
 
-    spec = importlib.util.spec_from_file_location("smollm2_learning", SCRIPT.parent / "smollm2_learning.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
     out = tmp_path / "run"
     assert main(["train", "--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2",
                  "--eval-meta-episodes", "0", "--output-dir", str(out), "--quiet", "--tensorboard", "false"]) == 0
     checkpoint = out / "checkpoints" / "iter-000001"
     kept = tmp_path / "results" / "adapters" / "run-s0"
-    module.keep_adapter(checkpoint, kept)
+    smollm2_learning.keep_adapter(checkpoint, kept)
     assert not (kept / "optimizer.pt").exists() and (kept / "state.json").exists()
     reports = []
     for model, where in ((checkpoint, "from-checkpoint"), (kept, "from-kept")):

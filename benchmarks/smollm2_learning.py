@@ -5,7 +5,8 @@ Each variant is a set of overrides on ``examples/smollm2_kuhn.yaml`` (the natura
 last 6 layers, 16 x 8 meta-episodes an iteration):
 
 * ``smollm2``             — the config as it stands (repeated deals);
-* ``smollm2-fresh-deals`` — a new deal every hand: the style must be read from the betting;
+* ``smollm2-fresh-deals`` — a new deal every hand: the style must be read from the betting
+  (150 iterations, the entropy weight held for the first 70%);
 * ``smollm2-reflection``  — the model writes its own reflections between hands (free text,
   trained on), paired by seed with ``smollm2``;
 * ``smollm2-free-text``   — every answer in free text (``<action>`` prefix, stop at
@@ -45,7 +46,9 @@ ADAPTERS = ROOT / "benchmarks" / "results" / "smollm2-adapters"
 BASE_CONFIG = ROOT / "examples" / "smollm2_kuhn.yaml"
 VARIANTS: dict[str, dict[str, Any]] = {
     "smollm2": {},
-    "smollm2-fresh-deals": {"repeat_instance": False},
+    # the tiny model's fresh-deal recipe (examples/fresh_deals.yaml): the entropy weight held for
+    # 70% of the run, so the final hand keeps trying the answers that tell the styles apart
+    "smollm2-fresh-deals": {"repeat_instance": False, "entropy_hold": 0.7, "iterations": 150},
     "smollm2-reflection": {"reflection": True, "max_new_tokens": 48},
     "smollm2-free-text": {"action_tokens": False, "max_new_tokens": 8},
 }
@@ -96,9 +99,54 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
     trained = evaluate_once(lambda: build_policy(config, folder, checkpoint), config, folder / "bench_trained.json",
                             variant)
     keep_adapter(checkpoint, ADAPTERS / f"{variant}-s{seed}")
+    history = _history(folder / "metrics.jsonl")
     return {"variant": variant, "seed": seed, "iterations": config.run.iterations,
-            "trained": per_style(trained, TRAINING + HELDOUT), "untrained": per_style(untrained, TRAINING + HELDOUT),
-            "seconds": sum(m.get("seconds", 0.0) for m in _history(folder / "metrics.jsonl"))}
+            "trained": styles_of(trained), "untrained": styles_of(untrained),
+            "best_nonadaptive": trained.get("best_nonadaptive_value"),
+            "seconds": sum(m.get("seconds", 0.0) for m in history), "curves": curves(history),
+            "reflections": {"trained": reflections(folder / "bench_trained.transcript.jsonl"),
+                            "untrained": reflections(folder / "bench_untrained.transcript.jsonl")}}
+
+
+def styles_of(report: dict) -> dict[str, dict[str, float]]:
+    """:func:`learning.per_style` of every training and held-out style, with each one's
+    invalid-answer rate."""
+    styles = per_style(report, TRAINING + HELDOUT)
+    for style, row in styles.items():
+        row["invalid"] = report["opponents"][style]["invalid_action_rate"]
+    return styles
+
+
+#: the per-iteration training metrics a row keeps (those a run logs)
+CURVES = ("return_ep1", "return_ep3", "entropy", "invalid_rate", "reflection_tokens")
+
+
+def curves(history: list[dict]) -> dict[str, list[float]]:
+    """The per-iteration metrics of :data:`CURVES` that the run logged, rounded.
+
+    Example:
+        >>> curves([{"return_ep1": 0.123456, "invalid_rate": 0.5}, {"return_ep1": -1.0, "invalid_rate": 0.0}])
+        {'return_ep1': [0.1235, -1.0], 'invalid_rate': [0.5, 0.0]}
+    """
+    return {key: [round(float(m[key]), 4) for m in history] for key in CURVES if history and key in history[0]}
+
+
+def reflections(transcript: Path, per_style: int = 2) -> list[dict]:
+    """The reflections the model wrote in a transcript's kept steps, the first
+    ``per_style`` meta-episodes per training style: opponent, after which hand, the text."""
+    found: list[dict] = []
+    if not transcript.exists():
+        return found
+    taken: dict[str, int] = {}
+    for line in transcript.read_text().splitlines():
+        record = json.loads(line)
+        style = record.get("opponent")
+        steps = [s for s in record.get("steps") or [] if s["phase"] == "reflect"]
+        if style not in TRAINING or not steps or taken.get(style, 0) >= per_style:
+            continue
+        taken[style] = taken.get(style, 0) + 1
+        found += [{"opponent": style, "after_hand": s["episode"] + 1, "text": s["answer"]} for s in steps]
+    return found
 
 
 def keep_adapter(checkpoint: Path, target: Path) -> None:
@@ -157,13 +205,56 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
                 "untrained_final": mean_ci([u["final"] for u in untrained]),
                 "ceiling": float(np.mean([t["ceiling"] for t in trained])),
             }
+        by_seed = [training_mean(r["trained"]) for r in runs]
         table[variant] = {
             "seeds": [r["seed"] for r in runs], "styles": styles,
             "every_seed_every_style_80": all(r["trained"][s]["share"] >= 0.8 for r in runs for s in TRAINING),
             "minutes_per_run": mean_ci([r["seconds"] / 60 for r in runs]),
             "paired_with": PAIRED_WITH.get(variant),
+            "final_training_by_seed": by_seed,
+            "final_training": mean_ci([mean for mean, _ in by_seed]),
         }
+        if all("bayes" in r["trained"][s] for r in runs for s in TRAINING):
+            bayes = [float(np.mean([r["trained"][s]["bayes"] for s in TRAINING])) for r in runs]
+            table[variant]["bayes_training_by_seed"] = bayes
+            table[variant]["share_of_bayes_by_seed"] = [m / b for (m, _), b in zip(by_seed, bayes)]
+        if all(r.get("best_nonadaptive") is not None for r in runs):
+            table[variant]["above_nonadaptive_95_by_seed"] = [
+                mean - half > r["best_nonadaptive"] for (mean, half), r in zip(by_seed, runs)]
+        if all("invalid_rate" in r.get("curves", {}) for r in runs):
+            table[variant]["invalid_below_1pct_from"] = [below_from(r["curves"]["invalid_rate"], 0.01) for r in runs]
+        reference = PAIRED_WITH.get(variant)
+        pairs = [(r, next(q for q in rows if q["variant"] == reference and q["seed"] == r["seed"]))
+                 for r in runs if any(q["variant"] == reference and q["seed"] == r["seed"] for q in rows)]
+        if pairs:
+            table[variant]["minus_reference_by_seed"] = [
+                training_mean(r["trained"])[0] - training_mean(q["trained"])[0] for r, q in pairs]
     return table
+
+
+def training_mean(styles: dict[str, dict[str, float]]) -> tuple[float, float]:
+    """The final hand's mean over the training styles and the half-width of its 95% CI over
+    the meta-episodes evaluated (NaN for rows stored without standard errors).
+
+    Example:
+        >>> training_mean({s: {"final": 0.3, "final_stderr": 0.05} for s in TRAINING})
+        (0.3, 0.057)
+    """
+    finals = [styles[s]["final"] for s in TRAINING]
+    errors = [styles[s].get("final_stderr", float("nan")) for s in TRAINING]
+    return float(np.mean(finals)), round(1.96 * float(np.sqrt(np.sum(np.square(errors)))) / len(errors), 3)
+
+
+def below_from(rates: list[float], bound: float) -> int | None:
+    """The first iteration (1-based) from which every logged rate is below ``bound``.
+
+    Example:
+        >>> below_from([0.5, 0.0, 0.2, 0.005, 0.0], 0.01), below_from([0.0, 0.3], 0.01)
+        (4, None)
+    """
+    above = [i for i, rate in enumerate(rates) if rate >= bound]
+    first = above[-1] + 2 if above else 1
+    return first if first <= len(rates) else None
 
 
 def markdown_table(row: dict) -> str:
@@ -200,6 +291,60 @@ def markdown_table(row: dict) -> str:
         "| share of the ceiling, seed by seed | "
         + " | ".join(" / ".join(f"{x:.0%}" for x in row["styles"][s]["share_by_seed"]) for s in styles) + " |",
     ])
+
+
+def describe(variant: str, row: dict, runs: list[dict]) -> str:
+    """What a variant's summary says seed by seed beyond the style table: the final hand's
+    mean over the training styles (95% CI over the meta-episodes evaluated) beside the Bayes
+    agent and the best non-adaptive value, the invalid-answer rate, the reflections' length,
+    and the paired difference."""
+    lines = [f"{variant}:"]
+    for (mean, half), r in zip(row["final_training_by_seed"], sorted(runs, key=lambda r: r["seed"])):
+        line = f"  seed {r['seed']}: final hand over the training styles {mean:+.3f} ± {half:.3f}"
+        if "bayes_training_by_seed" in row:
+            bayes = row["bayes_training_by_seed"][row["seeds"].index(r["seed"])]
+            line += f" (Bayes agent {bayes:+.3f}: {mean / bayes:.0%})"
+        if r.get("best_nonadaptive") is not None:
+            line += f"; above the best non-adaptive {r['best_nonadaptive']:+.3f} with 95% confidence: " \
+                    f"{mean - half > r['best_nonadaptive']}"
+        lines.append(line)
+        history = r.get("curves", {})
+        if "invalid_rate" in history and max(history["invalid_rate"], default=0) > 0:
+            lines.append("    invalid answers by tens of iterations: " + " ".join(
+                f"{np.mean(history['invalid_rate'][i:i + 10]):.1%}" for i in range(0, len(history["invalid_rate"]), 10))
+                + f"; below 1% from iteration {below_from(history['invalid_rate'], 0.01)}")
+        if "reflection_tokens" in history:
+            lines.append("    reflection tokens by tens of iterations: " + " ".join(
+                f"{np.mean(history['reflection_tokens'][i:i + 10]):.0f}"
+                for i in range(0, len(history["reflection_tokens"]), 10)))
+    if "minus_reference_by_seed" in row:
+        lines.append(f"  minus {row['paired_with']}, seed by seed: "
+                     + " ".join(f"{d:+.3f}" for d in row["minus_reference_by_seed"]))
+    return "\n".join(lines)
+
+
+def per_seed_table(rows: list[dict], variant: str) -> str:
+    """One variant's rows seed by seed (docs/training-results.md): per style (held out
+    marked), the untrained and trained final hand, the trained first hand, the ceiling on
+    the instances evaluated and the final hand's share of it.
+
+    Example:
+        >>> cell = {"first": 0.1, "final": 0.3, "ceiling": 0.3, "share": 1.0}
+        >>> row = {"variant": "v", "seed": 4, "trained": {"maniac": cell}, "untrained": {"maniac": {**cell, "final": -0.5}}}
+        >>> print(per_seed_table([row], "v").splitlines()[-1])
+        | maniac (held out) | 4 | −0.500 | +0.100 | +0.300 | +0.300 | 100% |
+    """
+    runs = sorted((r for r in rows if r["variant"] == variant), key=lambda r: r["seed"])
+    lines = ["| style | seed | untrained final | trained first hand | trained final hand | ceiling | share |",
+             "|---|---|---|---|---|---|---|"]
+    for style in [s for s in TRAINING + HELDOUT if s in runs[0]["trained"]]:
+        name = style if style in TRAINING else f"{style} (held out)"
+        for r in runs:
+            t = r["trained"][style]
+            cells = [r["untrained"][style]["final"], t["first"], t["final"], t["ceiling"]]
+            lines.append(f"| {name} | {r['seed']} | " + " | ".join(f"{x:+.3f}".replace("-", "−") for x in cells)
+                         + f" | {t['share']:.0%} |")
+    return "\n".join(lines)
 
 
 def main() -> None:
@@ -239,8 +384,11 @@ def main() -> None:
         cells = "  ".join(f"{s} {row['styles'][s]['final'][0]:+.2f} ({row['styles'][s]['share'][0]:.0%})" for s in TRAINING)
         print(f"{variant:<20} seeds {row['seeds']}  final hand {cells}  "
               f"every seed >= 80%: {row['every_seed_every_style_80']}")
+    for variant, row in table.items():
+        print(describe(variant, row, [r for r in rows if r["variant"] == variant]))
     if "smollm2" in table:
         print(markdown_table(table["smollm2"]))
+        print(per_seed_table(rows, "smollm2"))
 
 
 if __name__ == "__main__":

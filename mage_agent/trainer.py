@@ -454,11 +454,14 @@ class Trainer:
     def summarise(self, iteration: int, batch: RolloutBatch, stats: dict[str, float],
                   rollout_seconds: float, seconds: float) -> dict[str, Any]:
         """Per-iteration metrics over every process's meta-episodes: returns and success by
-        episode index and archetype, invalid-action rate, throughput, the loss diagnostics."""
+        episode index and archetype, invalid-action rate, reflection length, throughput, the loss
+        diagnostics."""
         act_turns = [t for t in batch.turns if t.phase == "act"]
+        reflect_turns = [t for t in batch.turns if t.phase == "reflect"]
         shards = self.world.gather({
             "returns": batch.episode_returns, "successes": batch.episode_successes, "opponents": batch.opponents,
             "invalid": sum(t.invalid for t in act_turns), "act_turns": len(act_turns),
+            "reflection_tokens": sum(len(t.completion_ids) for t in reflect_turns), "reflections": len(reflect_turns),
             "tokens": batch.generated_tokens,
         })
         returns = np.array([row for shard in shards for row in shard["returns"]], dtype=float)
@@ -473,6 +476,9 @@ class Trainer:
             rows = [k for k, o in enumerate(opponents) if o == opponent]
             metrics[f"final_return/{opponent}"] = float(returns[rows, -1].mean())
         metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / max(sum(s["act_turns"] for s in shards), 1)
+        reflections = sum(s["reflections"] for s in shards)
+        if reflections:   # the model writes its own reflections: their mean length in tokens
+            metrics["reflection_tokens"] = sum(s["reflection_tokens"] for s in shards) / reflections
         metrics["tokens_per_second"] = sum(s["tokens"] for s in shards) / max(rollout_seconds, 1e-9)
         metrics["seconds"] = seconds
         metrics.update(stats)

@@ -519,3 +519,7 @@ def test_the_readme_smollm2_table_is_the_one_the_stored_runs_give():
     finals = [r["trained"]["aggressive"]["final"] for r in rows]
     row = next(line for line in table.splitlines() if line.startswith("| trained, final hand |"))
     assert row.split(" | ")[2].startswith(f"{np.mean(finals):+.2f}".replace("-", "−"))
+    per_seed = smollm2_learning.per_seed_table(stored["rows"], "smollm2")
+    assert per_seed in (SCRIPT.parents[1] / "docs" / "training-results.md").read_text()
+    seed_1 = next(r for r in rows if r["seed"] == 1)["trained"]["aggressive"]["final"]
+    assert f"| aggressive | 1 | −0.442 | +0.117 | {seed_1:+.3f} |" in per_seed

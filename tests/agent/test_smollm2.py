@@ -137,11 +137,13 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     straight = Trainer(run_config(tmp_path, "straight"), progress=False)
     before = adapter(straight)
     phases = []
+    reflection_lengths: list[list[int]] = []
     original_collect = straight.collect
 
     def record(iteration, *args, **kwargs):
         batch = original_collect(iteration, *args, **kwargs)
         phases.extend(turn.phase for turn in batch.turns)
+        reflection_lengths.append([len(t.completion_ids) for t in batch.turns if t.phase == "reflect"])
         return batch
 
     monkeypatch.setattr(straight, "collect", record)
@@ -150,6 +152,8 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     assert after and all("lora" in n for n in after)
     assert any(not torch.equal(before[n], after[n]) for n in before)
     assert {"act", "reflect"} <= set(phases)  # free-text moves and reflections both trained on
+    assert [m["reflection_tokens"] for m in straight.history] == [pytest.approx(sum(n) / len(n))
+                                                                  for n in reflection_lengths]
     saved = tmp_path / "straight" / "checkpoints" / "iter-000002" / "model"
     assert (saved / "adapter_model.safetensors").exists() and not (saved / "model.safetensors").exists()
 

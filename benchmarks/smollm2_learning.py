@@ -101,20 +101,54 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
     keep_adapter(checkpoint, ADAPTERS / f"{variant}-s{seed}")
     history = _history(folder / "metrics.jsonl")
     return {"variant": variant, "seed": seed, "iterations": config.run.iterations,
-            "trained": styles_of(trained), "untrained": styles_of(untrained),
+            "trained": styles_of(trained, folder / "bench_trained.transcript.jsonl"),
+            "untrained": styles_of(untrained, folder / "bench_untrained.transcript.jsonl"),
             "best_nonadaptive": trained.get("best_nonadaptive_value"),
             "seconds": sum(m.get("seconds", 0.0) for m in history), "curves": curves(history),
             "reflections": {"trained": reflections(folder / "bench_trained.transcript.jsonl"),
                             "untrained": reflections(folder / "bench_untrained.transcript.jsonl")}}
 
 
-def styles_of(report: dict) -> dict[str, dict[str, float]]:
+def styles_of(report: dict, transcript: Path) -> dict[str, dict[str, float]]:
     """:func:`learning.per_style` of every training and held-out style, with each one's
-    invalid-answer rate."""
+    invalid-answer rate and the final hand's stratified standard error (from the transcript)."""
     styles = per_style(report, TRAINING + HELDOUT)
+    strata = final_hand_strata(transcript)
     for style, row in styles.items():
         row["invalid"] = report["opponents"][style]["invalid_action_rate"]
+        if style in strata:
+            row["final_stderr"] = stratified_stderr(list(strata[style].values()))
     return styles
+
+
+def final_hand_strata(transcript: Path) -> dict[str, dict[tuple, list[float]]]:
+    """Per opponent, the final hand's returns grouped by the (deal, seat) it was played on:
+    the strata of the stratified evaluation."""
+    from mage_envs.oracle.winnable import instance_deal
+
+    strata: dict[str, dict[tuple, list[float]]] = {}
+    for line in transcript.read_text().splitlines() if transcript.exists() else []:
+        record = json.loads(line)
+        if "returns" not in record or not record.get("episode_instances"):
+            continue
+        instance, seat = record["episode_instances"][-1]
+        cell = (instance_deal("kuhn_poker", instance), seat)
+        strata.setdefault(record["opponent"], {}).setdefault(cell, []).append(record["returns"][-1])
+    return strata
+
+
+def stratified_stderr(strata: list[list[float]]) -> float:
+    """The standard error of the mean of a stratified sample, each stratum weighed by its
+    share of the sample: deal luck, which stratification removes, does not count.
+
+    Example:
+        >>> round(stratified_stderr([[1.0, 1.0, 1.0], [-1.0, -1.0, -1.0]]), 6)   # no spread within a deal
+        0.0
+        >>> round(stratified_stderr([[1.0, -1.0], [1.0, -1.0]]), 3)   # sqrt(2 * 0.5**2 * 2 / 2)
+        0.707
+    """
+    total = sum(len(values) for values in strata)
+    return float(np.sqrt(sum((len(v) / total) ** 2 * np.var(v, ddof=1) / len(v) for v in strata if len(v) > 1)))
 
 
 #: the per-iteration training metrics a row keeps (those a run logs)
@@ -234,7 +268,8 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
 
 def training_mean(styles: dict[str, dict[str, float]]) -> tuple[float, float]:
     """The final hand's mean over the training styles and the half-width of its 95% CI over
-    the meta-episodes evaluated (NaN for rows stored without standard errors).
+    the meta-episodes evaluated (stratified by deal and seat; NaN for rows stored without
+    standard errors).
 
     Example:
         >>> training_mean({s: {"final": 0.3, "final_stderr": 0.05} for s in TRAINING})
@@ -323,6 +358,31 @@ def describe(variant: str, row: dict, runs: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def fresh_deal_table(run: dict) -> str:
+    """One fresh-deal run per style: the untrained and trained final hand, the trained first
+    hand, the final hand's 95% CI over the meta-episodes, and beside it the Bayes-optimal
+    agent's final hand on the same meta-episodes and the best response's on the same deals.
+
+    Example:
+        >>> cell = {"first": 0.1, "final": 0.2, "final_stderr": 0.05, "ceiling": 0.4, "bayes": 0.25}
+        >>> print(fresh_deal_table({"trained": {"maniac": cell}, "untrained": {"maniac": cell}}).splitlines()[-1])
+        | maniac (held out) | +0.200 | +0.100 | +0.200 ± 0.098 | +0.250 | +0.400 |
+    """
+    lines = ["| style | untrained final | trained first hand | trained final hand | Bayes agent's final | "
+             "best response's final |", "|---|---|---|---|---|---|"]
+
+    def signed(x: float | None) -> str:
+        return "—" if x is None else f"{x:+.3f}".replace("-", "−")
+
+    for style in [s for s in TRAINING + HELDOUT if s in run["trained"]]:
+        t = run["trained"][style]
+        name = style if style in TRAINING else f"{style} (held out)"
+        lines.append(f"| {name} | {signed(run['untrained'][style]['final'])} | {signed(t['first'])} | "
+                     f"{signed(t['final'])} ± {1.96 * t['final_stderr']:.3f} | {signed(t.get('bayes'))} | "
+                     f"{signed(t['ceiling'])} |")
+    return "\n".join(lines)
+
+
 def per_seed_table(rows: list[dict], variant: str) -> str:
     """One variant's rows seed by seed (docs/training-results.md): per style (held out
     marked), the untrained and trained final hand, the trained first hand, the ceiling on
@@ -389,6 +449,9 @@ def main() -> None:
     if "smollm2" in table:
         print(markdown_table(table["smollm2"]))
         print(per_seed_table(rows, "smollm2"))
+    for r in rows:
+        if r["variant"] == "smollm2-fresh-deals":
+            print(f"smollm2-fresh-deals, seed {r['seed']}:\n{fresh_deal_table(r)}")
 
 
 if __name__ == "__main__":

@@ -523,3 +523,23 @@ def test_the_readme_smollm2_table_is_the_one_the_stored_runs_give():
     assert per_seed in (SCRIPT.parents[1] / "docs" / "training-results.md").read_text()
     seed_1 = next(r for r in rows if r["seed"] == 1)["trained"]["aggressive"]["final"]
     assert f"| aggressive | 1 | −0.442 | +0.117 | {seed_1:+.3f} |" in per_seed
+
+
+def test_the_smollm2_final_hand_error_is_stratified_by_the_final_hands_deal_and_seat(tmp_path):
+    sys.path.insert(0, str(SCRIPT.parent))
+    import smollm2_learning
+
+    from mage_envs.oracle.winnable import instance_deal, stratified_instances
+
+    first, second = stratified_instances("kuhn_poker", 2)
+    assert (instance_deal("kuhn_poker", first), first & 1) != (instance_deal("kuhn_poker", second), second & 1)
+    # two meta-episodes per final-hand cell; their first hands differ, only the final one counts
+    records = [{"opponent": "aggressive", "episode_instances": [[second, 0], [first, 0], [final, final & 1]],
+                "returns": [0.0, 0.0, value]}
+               for final, value in ((first, 1.0), (first, 1.0), (second, -1.0), (second, 1.0))]
+    transcript = tmp_path / "t.jsonl"
+    transcript.write_text("\n".join(json.dumps(r) for r in [{"settings": {}}] + records))
+    strata = smollm2_learning.final_hand_strata(transcript)["aggressive"]
+    assert sorted(strata.values()) == [[-1.0, 1.0], [1.0, 1.0]]
+    # within-cell spread only: var 2 in one cell of weight 1/2, none in the other
+    assert smollm2_learning.stratified_stderr(list(strata.values())) == pytest.approx(np.sqrt(0.25 * 2 / 2))

@@ -20,7 +20,11 @@ checkpoints, and evaluations from their transcripts, so a killed benchmark conti
 it stopped; the raw per-seed rows go to ``benchmarks/results/smollm2-learning.json`` and
 each trained adapter (its final checkpoint without the optimizer state and the tokenizer,
 about 1.5 MB) to ``benchmarks/results/smollm2-adapters/<variant>-s<seed>``, which ``mage
-eval --agent policy --model`` loads.
+eval --agent policy --model`` loads. A row also keeps the run's per-iteration curves (returns,
+entropy, invalid answers, reflection length), the final hand's standard error stratified by
+(deal, seat) as the evaluation is, and the model's own reflections; ``--summarise-only``
+prints the README's table, the per-seed table of docs/training-results.md and the fresh-deal
+table from the stored rows.
 
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --variants smollm2
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --summarise-only

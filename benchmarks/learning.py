@@ -291,8 +291,6 @@ def per_style(report: dict, styles: list[str]) -> dict[str, dict[str, float]]:
             on_sample = result.get("best_response_by_episode")
             ceiling = on_sample[-1] if on_sample else result["best_response_value"]
         out[style] = {"first": returns[0], "final": returns[-1], "ceiling": ceiling, "share": returns[-1] / ceiling}
-        if "stderr_return_by_episode" in result:   # over the meta-episodes evaluated
-            out[style]["final_stderr"] = result["stderr_return_by_episode"][-1]
         bayes = (report.get("bayes_by_episode") or {}).get(style)
         if bayes is not None:   # fresh deals: the Bayes-optimal agent's final hand on the same meta-episodes
             out[style]["bayes"] = bayes[-1]

@@ -261,12 +261,11 @@ def summarise(rows: list[dict]) -> dict[str, dict]:
                 mean - half > r["best_nonadaptive"] for (mean, half), r in zip(by_seed, runs)]
         if all("invalid_rate" in r.get("curves", {}) for r in runs):
             table[variant]["invalid_below_1pct_from"] = [below_from(r["curves"]["invalid_rate"], 0.01) for r in runs]
-        reference = PAIRED_WITH.get(variant)
-        pairs = [(r, next(q for q in rows if q["variant"] == reference and q["seed"] == r["seed"]))
-                 for r in runs if any(q["variant"] == reference and q["seed"] == r["seed"] for q in rows)]
-        if pairs:
-            table[variant]["minus_reference_by_seed"] = [
-                training_mean(r["trained"])[0] - training_mean(q["trained"])[0] for r, q in pairs]
+        references = {q["seed"]: q for q in rows if q["variant"] == PAIRED_WITH.get(variant)}
+        paired = [mean - training_mean(references[r["seed"]]["trained"])[0]
+                  for (mean, _), r in zip(by_seed, runs) if r["seed"] in references]
+        if paired:
+            table[variant]["minus_reference_by_seed"] = paired
     return table
 
 

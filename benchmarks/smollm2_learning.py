@@ -203,6 +203,16 @@ def _history(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
 
 
+def mean_by_tens(values: list[float]) -> list[float]:
+    """The means of ``values`` over consecutive windows of ten (the last one may be shorter).
+
+    Example:
+        >>> mean_by_tens([float(i) for i in range(12)])
+        [4.5, 10.5]
+    """
+    return [float(np.mean(values[start:start + 10])) for start in range(0, len(values), 10)]
+
+
 def by_tens(history: list[dict]) -> list[dict]:
     """A run's training metrics by tens of iterations: the batch's mean return in the first
     and final hand and the policy's entropy (a collapsing run plays hand 3 like hand 1).
@@ -211,13 +221,12 @@ def by_tens(history: list[dict]) -> list[dict]:
         >>> by_tens([{"iteration": i + 1, "return_ep1": 0.0, "return_ep3": i / 10, "entropy": 0.5} for i in range(12)])
         [{'iterations': '1-10', 'R1': 0.0, 'R3': 0.45, 'entropy': 0.5}, {'iterations': '11-12', 'R1': 0.0, 'R3': 1.05, 'entropy': 0.5}]
     """
-    rows = []
-    for start in range(0, len(history), 10):
-        window = history[start:start + 10]
-        rows.append({"iterations": f"{window[0]['iteration']}-{window[-1]['iteration']}",
-                     **{key: round(float(np.mean([m[source] for m in window])), 3)
-                        for key, source in (("R1", "return_ep1"), ("R3", "return_ep3"), ("entropy", "entropy"))}})
-    return rows
+    spans = [f"{history[start]['iteration']}-{history[min(start + 9, len(history) - 1)]['iteration']}"
+             for start in range(0, len(history), 10)]
+    means = {key: mean_by_tens([float(m[source]) for m in history])
+             for key, source in (("R1", "return_ep1"), ("R3", "return_ep3"), ("entropy", "entropy"))}
+    return [{"iterations": span, **{key: round(values[i], 3) for key, values in means.items()}}
+            for i, span in enumerate(spans)]
 
 
 def summarise(rows: list[dict]) -> dict[str, dict]:
@@ -348,13 +357,12 @@ def describe(variant: str, row: dict, runs: list[dict]) -> str:
         lines.append(line)
         history = r.get("curves", {})
         if "invalid_rate" in history and max(history["invalid_rate"], default=0) > 0:
-            lines.append("    invalid answers by tens of iterations: " + " ".join(
-                f"{np.mean(history['invalid_rate'][i:i + 10]):.1%}" for i in range(0, len(history["invalid_rate"]), 10))
-                + f"; below 1% from iteration {below_from(history['invalid_rate'], 0.01)}")
+            lines.append("    invalid answers by tens of iterations: "
+                         + " ".join(f"{x:.1%}" for x in mean_by_tens(history["invalid_rate"]))
+                         + f"; below 1% from iteration {below_from(history['invalid_rate'], 0.01)}")
         if "reflection_tokens" in history:
-            lines.append("    reflection tokens by tens of iterations: " + " ".join(
-                f"{np.mean(history['reflection_tokens'][i:i + 10]):.0f}"
-                for i in range(0, len(history["reflection_tokens"]), 10)))
+            lines.append("    reflection tokens by tens of iterations: "
+                         + " ".join(f"{x:.0f}" for x in mean_by_tens(history["reflection_tokens"])))
     if "minus_reference_by_seed" in row:
         lines.append(f"  minus {row['paired_with']}, seed by seed: "
                      + " ".join(f"{d:+.3f}" for d in row["minus_reference_by_seed"]))

@@ -118,6 +118,17 @@ def latest_checkpoint(root: Path) -> Path | None:
     return folder if (folder / "state.json").exists() else None
 
 
+def run_folder_of(checkpoint: Path) -> Path:
+    """The run folder a checkpoint belongs to: ``RUN`` for ``RUN/checkpoints/iter-N``, the
+    checkpoint folder itself for one kept elsewhere (a shipped adapter).
+
+    Example:
+        >>> run_folder_of(Path("runs/kuhn/checkpoints/iter-40")).as_posix(), run_folder_of(Path("adapters/s1")).as_posix()
+        ('runs/kuhn', 'adapters/s1')
+    """
+    return checkpoint.parent.parent if checkpoint.parent.name == "checkpoints" else checkpoint
+
+
 def load_training_state(
     folder: Path, optimizer: torch.optim.Optimizer, scheduler: torch.optim.lr_scheduler.LRScheduler
 ) -> CheckpointState:

@@ -31,7 +31,7 @@ from mage_envs.transcripts import TRANSCRIPT_STEPS, start_transcript
 
 from .agents import PolicyAgent, react_agent, reflexion_agent
 from .build import build_policy, env_kwargs, eval_env_kwargs, policy_agent, population_of, sampling_of
-from .checkpoint import latest_checkpoint
+from .checkpoint import latest_checkpoint, run_folder_of
 from .config import TrainConfig, apply_overrides, choices_of, did_you_mean, field_index, help_of, load_config
 from .plots import plot_evaluation, plot_training
 from .policy import Policy
@@ -365,7 +365,8 @@ def evaluate_model(
     ``smollm2-135m``, evaluated as :func:`model_eval_config` says; every other argument
     overrides its setting when given. ``eval_<agent>.json`` and
     ``transcript_<agent>.jsonl`` go to ``output_dir`` (default: the checkpoint's run folder,
-    else ``runs/eval``); an earlier transcript there is continued with ``resume``, removed
+    or the checkpoint folder itself when it is kept outside a run, else ``runs/eval``); an
+    earlier transcript there is continued with ``resume``, removed
     with ``overwrite``, else refused (:func:`~mage_envs.transcripts.start_transcript`); it
     keeps the steps of the first ``transcript_steps`` meta-episodes per opponent.
     """
@@ -375,7 +376,7 @@ def evaluate_model(
         LOG.info("evaluating %s, the newest checkpoint of %s", latest.name, folder)
         folder = latest
     checkpoint = (folder / "state.json").exists()
-    run_dir = folder.parent.parent if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"
+    run_dir = run_folder_of(folder) if checkpoint else folder if folder.is_dir() else Path("runs") / "eval"
     output = Path(output_dir) if output_dir is not None else run_dir if checkpoint else Path("runs") / "eval"
     transcript = start_transcript(output / f"transcript_{agent}.jsonl", resume, overwrite)  # before the model loads
     config = model_eval_config(folder if checkpoint else model, agent, env_id, meta_episodes, seed, env_options,

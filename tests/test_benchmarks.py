@@ -505,6 +505,10 @@ def test_a_kept_adapter_evaluates_exactly_as_its_checkpoint(tmp_path):
                      "--output-dir", str(tmp_path / where)]) == 0
         reports.append(json.loads((tmp_path / where / "eval_policy.json").read_text()))
     assert reports[0] == reports[1]
+    # without --output-dir a kept checkpoint's report goes into its own folder, not two levels up
+    assert main(["eval", "--model", str(kept), "--meta-episodes", "3", "--quiet"]) == 0
+    assert json.loads((kept / "eval_policy.json").read_text()) == reports[0]
+    assert not (tmp_path / "eval_policy.json").exists()
 
 
 def test_the_readme_smollm2_table_is_the_one_the_stored_runs_give():

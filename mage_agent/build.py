@@ -68,7 +68,7 @@ def cpu_bfloat16_flag(cpuinfo: str | None = None) -> str | None:
 def resolve_dtype(name: str, device: str, frozen_packed: bool = False, cpuinfo: str | None = None) -> torch.dtype:
     """The named dtype, or for ``"auto"``: bfloat16 on a GPU; on CPU bfloat16 when the weights
     are frozen and every forward pass is the packed one (``frozen_packed``: a LoRA run of a
-    Llama-family model that samples one action token per turn, without reflections; the
+    Llama-family model, whose scoring and sampling, one token or free text, both take it; the
     packed forward keeps the stream, adapters and logits in float32, transformers' own
     forward would add the adapters in bfloat16) on a CPU with native bfloat16 products
     (:func:`cpu_bfloat16_flag`), else float32. The choice and its reason are logged.
@@ -88,7 +88,7 @@ def resolve_dtype(name: str, device: str, frozen_packed: bool = False, cpuinfo: 
     flag = cpu_bfloat16_flag(cpuinfo)
     if not frozen_packed:
         LOG.info("dtype auto: float32 (bfloat16 on CPU is taken only when every forward is the packed one: LoRA "
-                 "on a Llama-family model, one action token per turn, no reflections)")
+                 "on a Llama-family model, without activation checkpointing)")
         return torch.float32
     if flag is None:
         LOG.info("dtype auto: float32 (this CPU has no native bfloat16 products: none of %s)", ", ".join(BFLOAT16_FLAGS))
@@ -154,7 +154,7 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     device = device or resolve_device(config.model.device)
     base = base_model_path(config, output)
     packed = packs(config, base)
-    dtype = resolve_dtype(config.model.dtype, device, frozen_packed=config.model.lora and packed and single_token(config))
+    dtype = resolve_dtype(config.model.dtype, device, frozen_packed=config.model.lora and packed)
     model_cfg = config.model
     lora = None
     if model_cfg.lora:
@@ -177,18 +177,6 @@ def _load_policy(config: TrainConfig, output: Path, checkpoint: Path | None, dev
     reference = AutoModelForCausalLM.from_pretrained(base, dtype=dtype) if keep_reference else None
     return Policy(model, tokenizer, device=device, keep_reference=False, reference_model=reference,
                   system_prompt=model_cfg.system_prompt, packed_forward=packed)
-
-
-def single_token(config: TrainConfig) -> bool:
-    """Whether every answer of the run is one sampled token (action tokens, a one-token
-    budget, no reflections): sampling then takes the packed forward too.
-
-    Example:
-        >>> single_token(TrainConfig())
-        True
-    """
-    rollout = config.rollout
-    return rollout.action_tokens and rollout.max_new_tokens == 1 and not config.env.reflection
 
 
 def packs(config: TrainConfig, base: str) -> bool:

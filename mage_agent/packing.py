@@ -34,6 +34,7 @@ Example (rows 0 and 1 share their first 70 tokens; row 2 shares nothing):
 from __future__ import annotations
 
 import bisect
+import sys
 from dataclasses import dataclass, field, replace
 from itertools import groupby
 from operator import itemgetter
@@ -216,7 +217,18 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     With a ``cache`` (inference only, the weights unchanged since its last :meth:`~PrefixCache.advance`),
     a row that extends a row of the previous step by at least :data:`MIN_SHARED` tokens runs
     only the rest, after that row's keys and values; this call's rows are kept for the next step."""
-    if cache is not None and torch.is_grad_enabled():
+    kept = None if cache is None else _Kept(cache.max_bytes)
+    hidden = _forward(lm, rows, first, cache, kept)
+    if cache is not None and kept is not None:
+        cache.keep(kept.table(rows))
+    return hidden
+
+
+def _forward(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int],
+             cache: PrefixCache | None, kept: _Kept | None) -> torch.Tensor:
+    """:func:`final_hidden`'s passes, reading ``cache``'s previous step and keeping this
+    call's keys and values in ``kept`` (when given)."""
+    if (cache is not None or kept is not None) and torch.is_grad_enabled():
         raise ValueError("a PrefixCache serves inference only: run under torch.inference_mode() or torch.no_grad()")
     device = lm.device
     hits = [] if cache is None else _hits(cache, rows, first)
@@ -228,7 +240,6 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
     read: list[torch.Tensor] = []   # the hidden states of each pass's queries
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
-    kept = None if cache is None else _Kept(cache.max_bytes)
     projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
     for batch in chunks(plan.prefixes):
         part = [plan.prefixes[i] for i in batch]
@@ -250,15 +261,119 @@ def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: S
                 kept.add(part, present, past.valid.shape[1])
 
     run_after(plan.continuations, store, store.where.__getitem__)
-    if cache is not None and kept is not None:
+    if cache is not None:
         for number, table in enumerate(cache.previous):
             run_after([PlannedRow(rows[r][hit[2]:], hit[2], hit[1], first[r] - hit[2], r)
                        for r, hit in enumerate(hits) if hit is not None and hit[0] == number],
                       table, table.part.__getitem__)
-        cache.keep(kept.table(rows))
     order = torch.empty(len(slots), dtype=torch.long)
     order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))
     return torch.cat(read).index_select(0, order.to(device))
+
+
+#: Rows times positions (prompt and new tokens) of keys and values that one :class:`Decoder`
+#: holds at most: :func:`decode_chunks` cuts a batch to fit (about 1.5 GB for SmolLM2-135M
+#: in float32).
+DECODE_POSITIONS = 1 << 15
+
+
+class Prefill:
+    """Prompts run once through the packed forward for decoding: equal prompts once, shared
+    prefixes once, and with a ``cache`` a prompt that extends one of its previous step's rows
+    only its new tokens (the cache keeps these prompts for its next step when they fit).
+    ``hidden`` holds each prompt's final hidden state at its last token; :meth:`decoder`
+    continues any of them token by token.
+
+    Example (the packed decoding gives transformers' own next-token logits):
+        >>> from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["a b c"]), TinyConfig(seed=0)).eval()
+        >>> prompts = [tuple(range(4, 7)) * 12, tuple(range(4, 7)) * 11 + (4,), tuple(range(4, 7)) * 12]
+        >>> with torch.inference_mode():
+        ...     prefill = Prefill(lm, prompts)
+        ...     decoder = prefill.decoder([0, 1, 2], room=1)
+        ...     after = lm.lm_head(decoder.step(torch.tensor([5, 6, 5])))
+        ...     plain = lm(torch.tensor([prompts[0] + (5,), prompts[2] + (5,)])).logits[:, -1]
+        >>> torch.allclose(after[[0, 2]], plain, atol=1e-4), torch.equal(after[0], after[2])
+        (True, True)
+    """
+
+    def __init__(self, lm: LlamaForCausalLM, prompts: Sequence[tuple[int, ...]], cache: PrefixCache | None = None) -> None:
+        self.lm = lm
+        self.lengths = [len(prompt) for prompt in prompts]
+        index: dict[tuple[int, ...], int] = {}
+        self._source = [index.setdefault(prompt, len(index)) for prompt in prompts]
+        unique = list(index)
+        kept = _Kept(sys.maxsize)
+        hidden = _forward(lm, unique, [len(row) - 1 for row in unique], cache, kept)
+        table = kept.table(unique)
+        if table is None:   # an unbounded _Kept keeps every row
+            raise RuntimeError("the prefill kept no keys and values")
+        if cache is not None and table.bytes() <= cache.max_bytes:
+            cache.keep(table)
+        self.table = table
+        position = {row: i for i, row in enumerate(table.rows)}
+        self._row_in_table = [position[row] for row in unique]
+        self.hidden = hidden.index_select(0, torch.tensor(self._source, dtype=torch.long, device=hidden.device))
+
+    def decoder(self, prompts: Sequence[int], room: int) -> Decoder:
+        """A :class:`Decoder` that continues ``prompts`` (indices) by up to ``room`` tokens."""
+        return Decoder(self.lm, self.table, [self._row_in_table[self._source[p]] for p in prompts],
+                       [self.lengths[p] for p in prompts], room)
+
+
+class Decoder:
+    """KV-cached decoding through the packed forward (bfloat16 products and float32 adapters
+    as in scoring): ``step`` feeds one token per row and returns the final hidden states
+    after it; the rows' keys and values (rows ``parents`` of ``table``, ``lengths`` tokens
+    each) sit in buffers with ``room`` positions to spare."""
+
+    def __init__(self, lm: LlamaForCausalLM, table: _Table, parents: list[int], lengths: list[int],
+                 room: int) -> None:
+        self.lm, self.lengths, self.steps = lm, lengths, 0
+        past = table.gather(parents, lengths, lm.device)
+        self.width = past.valid.shape[1]
+        self.keys_values = [(_fit(key, self.width + room), _fit(value, self.width + room))
+                            for key, value in past.keys_values]
+        self.valid = torch.cat([past.valid, past.valid.new_zeros(len(parents), room)], dim=1)
+        self.projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
+
+    def step(self, tokens: torch.Tensor) -> torch.Tensor:
+        """The final hidden states ``(rows, hidden size)`` once each row has taken its token."""
+        if self.width + self.steps >= self.valid.shape[1]:
+            raise ValueError(f"the decoder has room for {self.valid.shape[1] - self.width} tokens")
+        part = [PlannedRow((token,), length + self.steps, -1, 0, row)
+                for row, (token, length) in enumerate(zip(tokens.tolist(), self.lengths))]
+        hidden, own = _decoder_pass(self.lm, _Inputs.of(part, self.lm.device), self.projections,
+                                    _Past(self.keys_values, self.valid))
+        column = self.width + self.steps
+        for (keys, values), (key, value) in zip(self.keys_values, own):
+            keys[:, column], values[:, column] = key[:, 0], value[:, 0]
+        self.valid[:, column] = True
+        self.steps += 1
+        assert hidden is not None   # every row is read
+        return hidden
+
+
+def decode_chunks(lengths: Sequence[int], room: int, positions: int | None = None) -> list[list[int]]:
+    """Row indices in batches of similar length (shortest first) whose keys and values,
+    ``rows * (longest + room)`` positions, stay within ``positions`` (default
+    :data:`DECODE_POSITIONS`; at least one row each); each batch in row order, so a batch
+    that fits whole is the rows as they came.
+
+    Example:
+        >>> decode_chunks([300, 20, 310, 30], room=10, positions=700), decode_chunks([300, 20], room=10)
+        ([[1, 3], [0, 2]], [[0, 1]])
+    """
+    positions = DECODE_POSITIONS if positions is None else positions
+    if len(lengths) * (max(lengths, default=0) + room) <= positions:
+        return [list(range(len(lengths)))]
+    batches: list[list[int]] = []
+    for row in sorted(range(len(lengths)), key=lengths.__getitem__):
+        if batches and (len(batches[-1]) + 1) * (lengths[row] + room) <= positions:
+            batches[-1].append(row)
+        else:
+            batches.append([row])
+    return [sorted(batch) for batch in batches]
 
 
 class PrefixCache:

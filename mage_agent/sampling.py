@@ -5,8 +5,9 @@
 * :class:`Sampler` — the seam: what the rollout, the evaluation agents and the trainer call
   (``generate`` inside ``reusing_prefixes``). Another backend (a vLLM engine on a GPU, see
   ``docs/training.md``) plugs in here;
-* :class:`TorchSampler` — the default: batched sampling through the policy's own model,
-  left-padded and KV-cached, or through :mod:`mage_agent.packing` for single tokens.
+* :class:`TorchSampler` — the default: batched, KV-cached sampling through the policy's
+  own model: through :mod:`mage_agent.packing` when the policy has the packed forward
+  (equal prompts and shared prefixes run once), else left-padded through transformers.
 
 Log-probs are those of the temperature-scaled distribution (restricted to the allowed
 tokens when given), as :meth:`~mage_agent.policy.Policy.completion_logprobs` scores them;
@@ -26,12 +27,12 @@ from __future__ import annotations
 
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Protocol, Sequence, cast
+from typing import Callable, Iterator, Protocol, Sequence, cast
 
 import torch
 from transformers import LlamaForCausalLM
 
-from .packing import PrefixCache, final_hidden
+from .packing import Prefill, PrefixCache, decode_chunks, final_hidden
 from .policy import CausalLM, Policy, base_model, distinct, head_logits
 
 
@@ -106,8 +107,9 @@ class Sampler(Protocol):
 
 class TorchSampler:
     """Samples through ``policy``'s own model: ``sampling.batch_size`` prompts per batch,
-    left-padded and KV-cached; a single token per prompt through the packed forward when
-    the policy has one (:mod:`mage_agent.packing`)."""
+    KV-cached; through the packed forward when the policy has one (:mod:`mage_agent.packing`:
+    a prompt's prefix shared with others runs once, a free-text answer decodes in row
+    batches sized to :data:`~mage_agent.packing.DECODE_POSITIONS`), else left-padded."""
 
     def __init__(self, policy: Policy) -> None:
         self.policy = policy
@@ -116,8 +118,7 @@ class TorchSampler:
 
     @contextmanager
     def reusing_prefixes(self) -> Iterator[None]:
-        """Within the block, a ``generate`` call that samples single tokens through the
-        packed forward reuses the keys and values of the previous call's prompts that its
+        """Within the block, a ``generate`` call through the packed forward reuses the keys and values of the previous call's prompts that its
         prompts extend (in a rollout, the next turn of each meta-episode: its memory and
         its game so far), instead of running them again. The weights must not change within:
         a change that bumps their version counters or replaces them (an optimizer step,
@@ -158,7 +159,7 @@ class TorchSampler:
         prefixes: Sequence[str] | None = None,
     ) -> list[Generation]:
         """Sample one completion per prompt, ``sampling.batch_size`` prompts per batch (0: all
-        in one), left-padded and KV-cached.
+        in one), KV-cached.
 
         ``prefixes`` start the answers (``"<action>"`` puts a small model on the answer
         format): each is appended to its prompt's tokens after the chat template, so it is
@@ -189,14 +190,33 @@ class TorchSampler:
                         allowed_ids: Sequence[list[int] | None] | None, generator: torch.Generator) -> list[Generation]:
         policy = self.policy
         policy.model.eval()
-        decoder: _Decoder | None = None
-        columns = None
-        if policy.packed_forward and sampling.max_new_tokens == 1:  # a single token: no KV cache to keep
-            columns = policy.logit_columns(allowed_ids)
-            logits = self._next_token_logits(encoded, columns)
-        else:
+        if not policy.packed_forward:
             decoder = _Decoder(policy.model, *self._left_pad(encoded))
-            logits = decoder.logits
+            return self._sample(encoded, sampling, allowed_ids, generator, decoder.logits, decoder.step)
+        if sampling.max_new_tokens == 1:   # a single token: no keys and values to keep
+            columns = policy.logit_columns(allowed_ids)
+            return self._sample(encoded, sampling, allowed_ids, generator, self._next_token_logits(encoded, columns),
+                                None, columns)
+        lm = cast(LlamaForCausalLM, base_model(policy.model))   # checked when the policy was built
+        prefill = Prefill(lm, [tuple(row) for row in encoded], self._prefix_cache)
+        results: dict[int, Generation] = {}
+        for rows in decode_chunks([len(row) for row in encoded], sampling.max_new_tokens):
+            decoder = prefill.decoder(rows, sampling.max_new_tokens)
+            index = torch.tensor(rows, dtype=torch.long, device=prefill.hidden.device)
+            generations = self._sample(
+                [encoded[row] for row in rows], sampling, None if allowed_ids is None else [allowed_ids[row] for row in rows],
+                generator, head_logits(lm, prefill.hidden.index_select(0, index)),
+                lambda token, decoder=decoder: head_logits(lm, decoder.step(token)))
+            results.update(zip(rows, generations))
+        return [results[row] for row in range(len(encoded))]
+
+    def _sample(self, encoded: list[list[int]], sampling: Sampling, allowed_ids: Sequence[list[int] | None] | None,
+                generator: torch.Generator, logits: torch.Tensor, step: Callable[[torch.Tensor], torch.Tensor] | None,
+                columns: torch.Tensor | None = None) -> list[Generation]:
+        """Sample each row's completion from ``logits`` (the next token's after its prompt;
+        ``columns``: the vocabulary columns they hold, else all) and ``step`` (the logits once
+        each row has taken a token; ``None``: one token only) until it stops."""
+        policy = self.policy
         allowed_mask = policy.allowed_mask(allowed_ids, len(encoded), columns)
         eos = policy.tokenizer.eos_token_id
         #: rows that answer with one action token (beside free-text rows, e.g. reflections)
@@ -206,7 +226,7 @@ class TorchSampler:
         cut: list[int | None] = [None] * len(encoded)
         tokens: list[list[int]] = [[] for _ in encoded]
         logprobs: list[list[float]] = [[] for _ in encoded]
-        for step in range(sampling.max_new_tokens):
+        for position in range(sampling.max_new_tokens):
             scores = sampling_scores(logits, sampling.temperature, allowed_mask)
             column = sample(scores, sampling, generator)
             token_logprob = torch.log_softmax(scores, -1).gather(-1, column[:, None])[:, 0]
@@ -218,9 +238,9 @@ class TorchSampler:
                     if sampling.stop:
                         cut[row] = self._stop_at(tokens[row], sampling.stop)
                     finished[row] = sampled == eos or cut[row] is not None or one_token[row]
-            if decoder is None or all(finished) or step == sampling.max_new_tokens - 1:
+            if step is None or all(finished) or position == sampling.max_new_tokens - 1:
                 break
-            logits = decoder.step(token)
+            logits = step(token)
         results = []
         for row in range(len(encoded)):
             ended = cut[row] is not None or (bool(tokens[row]) and tokens[row][-1] == eos)

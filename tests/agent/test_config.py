@@ -145,14 +145,14 @@ def test_eval_answers_a_misspelt_env_id_before_loading(tmp_path, capsys):
 def test_every_example_config_loads_and_the_smollm2_one_trains_a_lora_on_action_tokens():
     from pathlib import Path
 
-    from mage_agent.build import single_token
     from mage_agent.config import load_config
 
     examples = sorted((Path(__file__).parents[2] / "examples").glob("*.yaml"))
     configs = {path.stem: load_config(path) for path in examples}
     assert {"fresh_deals", "smollm2_kuhn"} <= set(configs)
     smollm2 = configs["smollm2_kuhn"]
-    assert smollm2.model.name_or_path == "smollm2-135m" and smollm2.model.lora and single_token(smollm2)
+    assert smollm2.model.name_or_path == "smollm2-135m" and smollm2.model.lora
+    assert smollm2.rollout.action_tokens and smollm2.rollout.max_new_tokens == 1 and not smollm2.env.reflection
     assert smollm2.env.prompt_style == "full" and smollm2.run.checkpoint_every > 0
 
 

@@ -132,6 +132,47 @@ def test_packed_sampling_matches_the_plain_forward(tokenizer, build):
             assert (a.text, a.truncated, a.allowed_ids, a.prompt_ids) == (b.text, b.truncated, b.allowed_ids, b.prompt_ids)
 
 
+def test_packed_free_text_decoding_matches_the_plain_forward(tokenizer, monkeypatch):
+    """Free-text answers (several tokens, stop strings, beside one-token rows) through the
+    packed prefill and decoder: transformers' own tokens and log-probs, with a LoRA adapter,
+    whether the rows decode in one batch or are cut into several (greedy: the draws cannot
+    differ), and within ``reusing_prefixes`` when a turn extends the one before."""
+    lora = LoraSettings(rank=4, alpha=8, dropout=0.0)
+    plain, packed = pair(tokenizer, build_model(tokenizer, TinyConfig(seed=6)), lora)
+    with torch.no_grad():   # a non-zero adapter, so that the packed forward must add it
+        for name, param in packed.model.named_parameters():
+            if "lora_B" in name:
+                param.normal_(std=0.5)
+    plain.model.load_state_dict(packed.model.state_dict())
+    base = "You hold the King . Legal actions : check , bet , fold , call . " * 3
+    prompts = [base + "Opponent bets .", base + "You call . You", "You hold", base + "Opponent bets ."]
+    allowed = [None, None, None, plain.single_token_ids(["fold", "call"])]
+    stop = Sampling(max_new_tokens=6, stop=("call",))
+    greedy = Sampling(max_new_tokens=5, top_k=1)
+
+    def same(sampling, prompts, seed, cut=packing.DECODE_POSITIONS):
+        monkeypatch.setattr(packing, "DECODE_POSITIONS", cut)
+        want = TorchSampler(plain).generate(prompts, sampling, allowed_ids=allowed[:len(prompts)], seed=seed)
+        got = sampler.generate(prompts, sampling, allowed_ids=allowed[:len(prompts)], seed=seed)
+        assert [g.completion_ids for g in got] == [g.completion_ids for g in want]
+        assert len({len(g.completion_ids) for g in got}) > 1   # rows stop at different lengths
+        for a, b in zip(got, want):
+            assert a.logprobs == pytest.approx(b.logprobs, abs=1e-5)
+            assert (a.text, a.truncated, a.prompt_ids) == (b.text, b.truncated, b.prompt_ids)
+
+    sampler, decoder_class = TorchSampler(packed), packing.Decoder
+    same(stop, prompts, seed=3)
+    cuts = []
+    monkeypatch.setattr(packing, "Decoder", lambda *args: cuts.append(args[2]) or decoder_class(*args))
+    same(greedy, prompts, seed=0, cut=60)   # one row per decoding batch
+    assert len(cuts) == 4 and sorted(map(len, cuts)) == [1, 1, 1, 1]
+    monkeypatch.setattr(packing, "Decoder", decoder_class)
+    with sampler.reusing_prefixes():
+        same(stop, prompts, seed=4)
+        assert sampler._prefix_cache is not None and sampler._prefix_cache.current   # kept for the next turn
+        same(stop, [prompt + " You call ." for prompt in prompts], seed=5)
+
+
 def test_final_hidden_equals_the_models_own_in_double_precision_with_biases():
     """Shared prefixes, grouped-query heads and attention biases, in float64: the packed
     forward's final hidden states are transformers' to double-precision rounding."""

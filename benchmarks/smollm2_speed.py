@@ -13,9 +13,11 @@ this benchmark: float32 weights on one thread, the minibatch in one pass; 4 x 8
 meta-episodes, which fits), ``auto`` (the defaults: bfloat16 frozen weights where the CPU has
 native bfloat16 products, every core, micro-batches sized to memory; 4 x 8), ``auto-16``
 (the defaults at ``mage train``'s 16 x 8) and ``top6-16`` (16 x 8 with the adapters on the
-last 6 of 30 layers: the layers below run without autograd and the backward pass stops there).
+last 6 of 30 layers: the layers below run without autograd and the backward pass stops there);
+``free-text-16`` and ``reflection-16`` (16 x 8 with the SmolLM2 config's adapters, answering in
+free text up to 8 tokens, or with action tokens and the model's own reflections up to 48).
 
-Run: ``python benchmarks/smollm2_speed.py [--iterations 2] [--variants float32 auto auto-16 top6-16]
+Run: ``python benchmarks/smollm2_speed.py [--iterations 2] [--variants float32 auto auto-16 top6-16 free-text-16 reflection-16]
 [--output benchmarks/results/smollm2-speed.json]``
 """
 
@@ -41,6 +43,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "auto": {"groups_per_iteration": 4},
     "auto-16": {"groups_per_iteration": 16},
     "top6-16": {"groups_per_iteration": 16, "lora_top_layers": 6},
+    # the SmolLM2 benchmark's free-text and reflection variants (examples/smollm2_kuhn.yaml's LoRA)
+    "free-text-16": {"groups_per_iteration": 16, "lora_top_layers": 6, "lora_alpha": 128, "action_tokens": False,
+                     "max_new_tokens": 8},
+    "reflection-16": {"groups_per_iteration": 16, "lora_top_layers": 6, "lora_alpha": 128, "reflection": True,
+                      "max_new_tokens": 48},
 }
 STAGES = ("sampling", "rollout rest", "scoring", "update rest")
 
@@ -119,7 +126,7 @@ def run_variant(name: str, iterations: int) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--iterations", type=int, default=2, help="iterations per variant (default: %(default)s)")
-    parser.add_argument("--variants", nargs="+", default=list(VARIANTS), choices=list(VARIANTS))
+    parser.add_argument("--variants", nargs="+", default=list(VARIANTS)[:4], choices=list(VARIANTS))
     parser.add_argument("--output", default="benchmarks/results/smollm2-speed.json")
     parser.add_argument("--one", help=argparse.SUPPRESS)   # run one variant here, print its JSON
     args = parser.parse_args()

@@ -32,7 +32,7 @@ from typing import Callable, Iterator, Protocol, Sequence, cast
 import torch
 from transformers import LlamaForCausalLM
 
-from .packing import Prefill, PrefixCache, decode_chunks, final_hidden
+from .packing import Decoder, Prefill, PrefixCache, decode_chunks, final_hidden
 from .policy import CausalLM, Policy, base_model, distinct, head_logits
 
 
@@ -201,12 +201,11 @@ class TorchSampler:
         prefill = Prefill(lm, [tuple(row) for row in encoded], self._prefix_cache)
         results: dict[int, Generation] = {}
         for rows in decode_chunks([len(row) for row in encoded], sampling.max_new_tokens):
-            decoder = prefill.decoder(rows, sampling.max_new_tokens)
+            chunk = prefill.decoder(rows, sampling.max_new_tokens)
             index = torch.tensor(rows, dtype=torch.long, device=prefill.hidden.device)
             generations = self._sample(
                 [encoded[row] for row in rows], sampling, None if allowed_ids is None else [allowed_ids[row] for row in rows],
-                generator, head_logits(lm, prefill.hidden.index_select(0, index)),
-                lambda token, decoder=decoder: head_logits(lm, decoder.step(token)))
+                generator, head_logits(lm, prefill.hidden.index_select(0, index)), _logits_after(lm, chunk))
             results.update(zip(rows, generations))
         return [results[row] for row in range(len(encoded))]
 
@@ -312,6 +311,14 @@ def sample(scores: torch.Tensor, sampling: Sampling, generator: torch.Generator)
         scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
     probs = torch.softmax(scores, -1)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
+
+
+def _logits_after(lm: LlamaForCausalLM, decoder: Decoder) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The step function of a packed ``decoder``: the next token's logits once each row has
+    taken ``token``."""
+    def step(token: torch.Tensor) -> torch.Tensor:
+        return head_logits(lm, decoder.step(token))
+    return step
 
 
 class _Decoder:

@@ -24,10 +24,14 @@ eval --agent policy --model`` loads. A row also keeps the run's per-iteration cu
 entropy, invalid answers, reflection length), the final hand's standard error stratified by
 (deal, seat) as the evaluation is, and the model's own reflections; ``--summarise-only``
 prints the README's table, the per-seed table of docs/training-results.md and the fresh-deal
-table from the stored rows.
+table from the stored rows. A run longer than a machine's session is stopped and ``--park``ed:
+its newest checkpoint (adapter and optimizer state, about 5 MB) and untrained evaluation go to
+``benchmarks/results/smollm2-parked/<variant>-s<seed>``, from which the same command resumes
+it on a fresh clone.
 
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --variants smollm2
     python benchmarks/smollm2_learning.py --seeds 0 1 2 --summarise-only
+    python benchmarks/smollm2_learning.py --seeds 1 --variants smollm2-free-text --park
     python benchmarks/smollm2_learning.py --curves benchmarks/results/smollm2-cpu-trials/*.jsonl
 """
 
@@ -47,6 +51,10 @@ from learning import HELDOUT, TRAINING, mean_ci, per_style, run_dir  # noqa: E40
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = ROOT / "benchmarks" / "results" / "smollm2-adapters"
+#: Runs stopped before they finished, as ``--park`` left them: a fresh machine resumes from here.
+PARKED = ROOT / "benchmarks" / "results" / "smollm2-parked"
+#: A checkpoint's tokenizer files: the tokenizer loads from the base model.
+TOKENIZER_FILES = shutil.ignore_patterns("tokenizer*", "chat_template.jinja", "special_tokens_map.json")
 BASE_CONFIG = ROOT / "examples" / "smollm2_kuhn.yaml"
 VARIANTS: dict[str, dict[str, Any]] = {
     "smollm2": {},
@@ -91,6 +99,9 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
     config = run_config(variant, seed, out, eval_meta_episodes)
     folder = Path(config.run.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
+    parked = PARKED / folder.name
+    if parked.exists() and latest_checkpoint(folder / "checkpoints") is None:
+        shutil.copytree(parked, folder, dirs_exist_ok=True)
     untrained = evaluate_once(lambda: build_policy(config, folder), config, folder / "bench_untrained.json", "untrained")
     checkpoint = latest_checkpoint(folder / "checkpoints")
     done = checkpoint is not None and json.loads((checkpoint / "state.json").read_text())["iteration"] >= config.run.iterations
@@ -103,6 +114,7 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
     trained = evaluate_once(lambda: build_policy(config, folder, checkpoint), config, folder / "bench_trained.json",
                             variant)
     keep_adapter(checkpoint, ADAPTERS / f"{variant}-s{seed}")
+    shutil.rmtree(parked, ignore_errors=True)
     history = _history(folder / "metrics.jsonl")
     return {"variant": variant, "seed": seed, "iterations": config.run.iterations,
             "trained": styles_of(trained, folder / "bench_trained.transcript.jsonl"),
@@ -193,9 +205,26 @@ def keep_adapter(checkpoint: Path, target: Path) -> None:
     --model target`` evaluates with the run's settings."""
     if target.exists():
         shutil.rmtree(target)
-    shutil.copytree(checkpoint / "model", target / "model",
-                    ignore=shutil.ignore_patterns("tokenizer*", "chat_template.jinja", "special_tokens_map.json"))
+    shutil.copytree(checkpoint / "model", target / "model", ignore=TOKENIZER_FILES)
     shutil.copy2(checkpoint / "state.json", target / "state.json")
+
+
+def park(folder: Path, target: Path) -> None:
+    """Copy what the stopped run in ``folder`` needs to resume on another machine to
+    ``target``: its newest checkpoint with the optimizer state (without the tokenizer) and
+    the untrained model's evaluation with its transcript (finished or not)."""
+    from mage_agent.checkpoint import latest_checkpoint
+
+    checkpoint = latest_checkpoint(folder / "checkpoints")
+    if checkpoint is None:
+        raise SystemExit(f"{folder}: no checkpoint to park")
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(checkpoint, target / "checkpoints" / checkpoint.name, ignore=TOKENIZER_FILES)
+    (target / "checkpoints" / "latest").write_text(checkpoint.name)
+    for name in ("bench_untrained.json", "bench_untrained.transcript.jsonl"):
+        if (folder / name).exists():
+            shutil.copy2(folder / name, target / name)
 
 
 def _history(path: Path) -> list[dict]:
@@ -429,7 +458,15 @@ def main() -> None:
                         help="print these runs' metrics.jsonl by tens of iterations (e.g. "
                              "benchmarks/results/smollm2-cpu-trials/*.jsonl) and stop")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "smollm2-learning.json")
+    parser.add_argument("--park", action="store_true",
+                        help=f"copy these stopped runs' newest checkpoints to {PARKED.relative_to(ROOT)}, from "
+                             "which the same command resumes them on a fresh machine, and stop")
     args = parser.parse_args()
+    if args.park:
+        for variant in args.variants:
+            for seed in args.seeds:
+                park(run_dir(str(args.output_dir), variant, seed), PARKED / f"{variant}-s{seed}")
+        return
     if args.curves:
         for path in args.curves:
             print(path.name)

@@ -329,29 +329,42 @@ class Decoder:
 
     def __init__(self, lm: LlamaForCausalLM, table: _Table, parents: list[int], lengths: list[int],
                  room: int) -> None:
-        self.lm, self.lengths, self.steps = lm, lengths, 0
+        self.lm, self.steps = lm, 0
+        self.lengths = torch.tensor(lengths, device=lm.device)[:, None]
         past = table.gather(parents, lengths, lm.device)
         self.width = past.valid.shape[1]
-        self.keys_values = [(_fit(key, self.width + room), _fit(value, self.width + room))
+        # (rows, kv heads, positions, head dim): each step writes its own in place and reads them all
+        self.keys_values = [(_fit(key, self.width + room).transpose(1, 2).contiguous(),
+                             _fit(value, self.width + room).transpose(1, 2).contiguous())
                             for key, value in past.keys_values]
         self.valid = torch.cat([past.valid, past.valid.new_zeros(len(parents), room)], dim=1)
         self.projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """The final hidden states ``(rows, hidden size)`` once each row has taken its token."""
-        if self.width + self.steps >= self.valid.shape[1]:
-            raise ValueError(f"the decoder has room for {self.valid.shape[1] - self.width} tokens")
-        part = [PlannedRow((token,), length + self.steps, -1, 0, row)
-                for row, (token, length) in enumerate(zip(tokens.tolist(), self.lengths))]
-        hidden, own = _decoder_pass(self.lm, _Inputs.of(part, self.lm.device), self.projections,
-                                    _Past(self.keys_values, self.valid))
         column = self.width + self.steps
-        for (keys, values), (key, value) in zip(self.keys_values, own):
-            keys[:, column], values[:, column] = key[:, 0], value[:, 0]
+        if column >= self.valid.shape[1]:
+            raise ValueError(f"the decoder has room for {self.valid.shape[1] - self.width} tokens")
         self.valid[:, column] = True
+        base = self.lm.model
+        hidden = base.embed_tokens(tokens[:, None]).to(residual_dtype(self.lm))
+        turn = _turns(base, hidden, self.lengths + self.steps)
+        # grouped-query attention without repeating the keys: (rows, kv heads, queries per kv head, ...)
+        blocked = torch.zeros(self.valid.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
+            ~self.valid, float("-inf"))[:, None, None, :]
+        for layer, project, (keys, values) in zip(base.layers, self.projections, self.keys_values):
+            attention = layer.self_attn
+            x = _norm(layer.input_layernorm, hidden)
+            keys[:, :, column] = _rotated(project.key, x, attention.head_dim, turn)[:, 0]
+            values[:, :, column] = _heads(project.value(x), attention.head_dim)[:, 0]
+            query = _rotated(project.query, x, attention.head_dim, turn).view(len(keys), keys.shape[1], -1,
+                                                                              attention.head_dim)
+            scores = torch.matmul(query, keys.transpose(-1, -2)) * attention.scaling + blocked
+            attended = torch.matmul(torch.softmax(scores, -1), values)
+            hidden = hidden + project.output(attended.reshape(len(keys), 1, -1))
+            hidden = hidden + project.mlp(_norm(layer.post_attention_layernorm, hidden))
         self.steps += 1
-        assert hidden is not None   # every row is read
-        return hidden
+        return _norm(base.norm, hidden)[:, 0]
 
 
 def decode_chunks(lengths: Sequence[int], room: int, positions: int | None = None) -> list[list[int]]:
@@ -816,6 +829,16 @@ def _heads(x: torch.Tensor, head_dim: int) -> torch.Tensor:
     return x.view(*x.shape[:2], -1, head_dim)
 
 
+def _turns(base: Any, hidden: torch.Tensor, positions: torch.Tensor) -> torch.Tensor:
+    """The rotary embedding's turns ``cos + i sin`` at ``positions`` ``(batch, width, head
+    dim / 2)``, for :func:`_rotated` (Llama's angles repeat over the two halves of a head, in
+    every rope type; half precision turns in float32)."""
+    cos, sin = base.rotary_emb(hidden, positions)
+    half = cos.shape[-1] // 2
+    real = torch.promote_types(cos.dtype, torch.float32)
+    return torch.complex(cos[..., :half].to(real), sin[..., :half].to(real))
+
+
 def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_LayerProjections],
                   past: _Past | None = None, with_past: bool = False) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
@@ -823,10 +846,7 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_Laye
     and values (``with_past``: all that its rows read, ``past``'s right-padded, then their own)."""
     base = lm.model
     hidden = base.embed_tokens(inputs.ids).to(residual_dtype(lm))
-    cos, sin = base.rotary_emb(hidden, inputs.positions)
-    half = cos.shape[-1] // 2   # Llama's angles repeat over the two halves of a head (every rope type)
-    real = torch.promote_types(cos.dtype, torch.float32)   # half precision turns in float32
-    turn = torch.complex(cos[..., :half].to(real), sin[..., :half].to(real))
+    turn = _turns(base, hidden, inputs.positions)
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)

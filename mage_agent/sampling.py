@@ -199,13 +199,14 @@ class TorchSampler:
                                 None, columns)
         lm = cast(LlamaForCausalLM, base_model(policy.model))   # checked when the policy was built
         prefill = Prefill(lm, [tuple(row) for row in encoded], self._prefix_cache)
+        head = _head(lm, prefill.hidden.dtype)
         results: dict[int, Generation] = {}
         for rows in decode_chunks([len(row) for row in encoded], sampling.max_new_tokens):
             chunk = prefill.decoder(rows, sampling.max_new_tokens)
             index = torch.tensor(rows, dtype=torch.long, device=prefill.hidden.device)
             generations = self._sample(
                 [encoded[row] for row in rows], sampling, None if allowed_ids is None else [allowed_ids[row] for row in rows],
-                generator, head_logits(lm, prefill.hidden.index_select(0, index)), _logits_after(lm, chunk))
+                generator, head(prefill.hidden.index_select(0, index)), _stepper(head, chunk))
             results.update(zip(rows, generations))
         return [results[row] for row in range(len(encoded))]
 
@@ -313,12 +314,17 @@ def sample(scores: torch.Tensor, sampling: Sampling, generator: torch.Generator)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
 
 
-def _logits_after(lm: LlamaForCausalLM, decoder: Decoder) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The step function of a packed ``decoder``: the next token's logits once each row has
-    taken ``token``."""
-    def step(token: torch.Tensor) -> torch.Tensor:
-        return head_logits(lm, decoder.step(token))
-    return step
+def _head(lm: LlamaForCausalLM, dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The LM head on hidden states of ``dtype``, its weight converted once (per step, the
+    conversion of SmolLM2's 49k-row head cost about as much as its product)."""
+    weight = lm.lm_head.weight.to(dtype)
+    bias = None if lm.lm_head.bias is None else lm.lm_head.bias.to(dtype)
+    return lambda hidden: torch.nn.functional.linear(hidden, weight, bias)
+
+
+def _stepper(head: Callable[[torch.Tensor], torch.Tensor], decoder: Decoder) -> Callable[[torch.Tensor], torch.Tensor]:
+    """The next token's logits once each of ``decoder``'s rows has taken ``token``."""
+    return lambda token: head(decoder.step(token))
 
 
 class _Decoder:

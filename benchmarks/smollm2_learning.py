@@ -100,8 +100,7 @@ def run_one(variant: str, seed: int, out: Path, eval_meta_episodes: int) -> dict
     folder = Path(config.run.output_dir)
     folder.mkdir(parents=True, exist_ok=True)
     parked = PARKED / folder.name
-    if parked.exists() and latest_checkpoint(folder / "checkpoints") is None:
-        shutil.copytree(parked, folder, dirs_exist_ok=True)
+    unpark(parked, folder)
     untrained = evaluate_once(lambda: build_policy(config, folder), config, folder / "bench_untrained.json", "untrained")
     checkpoint = latest_checkpoint(folder / "checkpoints")
     done = checkpoint is not None and json.loads((checkpoint / "state.json").read_text())["iteration"] >= config.run.iterations
@@ -225,6 +224,15 @@ def park(folder: Path, target: Path) -> None:
     for name in ("bench_untrained.json", "bench_untrained.transcript.jsonl"):
         if (folder / name).exists():
             shutil.copy2(folder / name, target / name)
+
+
+def unpark(parked: Path, folder: Path) -> None:
+    """Put a run that :func:`park` left in ``parked`` back into ``folder`` for its trainer to
+    resume, unless ``folder`` holds a checkpoint of its own."""
+    from mage_agent.checkpoint import latest_checkpoint
+
+    if parked.exists() and latest_checkpoint(folder / "checkpoints") is None:
+        shutil.copytree(parked, folder, dirs_exist_ok=True)
 
 
 def _history(path: Path) -> list[dict]:

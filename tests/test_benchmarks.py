@@ -511,6 +511,37 @@ def test_a_kept_adapter_evaluates_exactly_as_its_checkpoint(tmp_path):
     assert not (tmp_path / "eval_policy.json").exists()
 
 
+def test_a_parked_run_resumes_on_a_fresh_folder_as_it_would_have_in_its_own(tmp_path):
+    """smollm2_learning.py --park keeps a stopped run's newest checkpoint (optimizer state, no
+    tokenizer) and its untrained evaluation; unparked into an empty folder, the run's next
+    iteration is the one it would have trained in its own folder."""
+    sys.path.insert(0, str(SCRIPT.parent))
+    import smollm2_learning
+
+    from mage_envs.cli import main
+
+    def train(folder: Path, iterations: int, *resume: str) -> list[dict]:
+        assert main(["train", "--iterations", str(iterations), "--groups-per-iteration", "2", "--group-size", "2",
+                     "--eval-meta-episodes", "0", "--checkpoint-every", "1", "--output-dir", str(folder), "--quiet",
+                     "--tensorboard", "false", *resume]) == 0
+        return [{k: v for k, v in json.loads(line).items() if "second" not in k}
+                for line in (folder / "metrics.jsonl").read_text().splitlines()]
+
+    own, parked, fresh = tmp_path / "own", tmp_path / "parked", tmp_path / "fresh"
+    train(own, 1)
+    (own / "bench_untrained.json").write_text("{}")
+    smollm2_learning.park(own, parked)
+    kept = parked / "checkpoints" / "iter-000001"
+    assert (kept / "optimizer.pt").exists() and (parked / "bench_untrained.json").exists()
+    assert not list(kept.glob("model/tokenizer*"))
+    smollm2_learning.unpark(parked, fresh)
+    assert train(fresh, 2, "--resume") == train(own, 2, "--resume")
+    # iteration 1 was resumed, not trained again (that would have rewritten it with a tokenizer)
+    assert not list((fresh / "checkpoints" / "iter-000001").glob("model/tokenizer*"))
+    smollm2_learning.unpark(parked, own)   # a folder with a checkpoint of its own is left alone
+    assert (own / "checkpoints" / "latest").read_text().strip() == "iter-000002"
+
+
 def test_the_readme_smollm2_table_is_the_one_the_stored_runs_give():
     sys.path.insert(0, str(SCRIPT.parent))
     import smollm2_learning

@@ -51,6 +51,8 @@ PromptStyle = Literal["compact", "full"]
 PROMPT_STYLES: tuple[str, ...] = get_args(PromptStyle)
 #: How a coefficient moves after warm-up: kept, or decayed to 0 by the last iteration.
 Schedule = Literal["constant", "linear", "cosine"]
+#: The tokens that the entropy bonus counts.
+EntropyTokens = Literal["choices", "all"]
 SCHEDULES: tuple[str, ...] = get_args(Schedule)
 REWARD_MODES: tuple[str, ...] = get_args(RewardMode)
 #: How a league draws its members: by fixed shares, or prioritised by the learner's losses.
@@ -194,6 +196,9 @@ class AlgoConfig:
         "help": "'token' (mean over the step's tokens) or 'sequence' (per completion first)"})
     kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
+    entropy_tokens: EntropyTokens = field(default="choices", metadata={
+        "help": "the tokens the entropy bonus counts: 'choices' (answers drawn from the legal actions, as action "
+                "tokens are; free text, whose entropy spans the whole vocabulary, gets none) or 'all'"})
     entropy_schedule: Schedule = field(default="linear", metadata={
         "help": "the entropy weight over the run: constant, or decayed linearly / by a cosine to 0 by the end"})
     entropy_hold: float = field(default=0.0, metadata={

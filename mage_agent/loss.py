@@ -76,12 +76,15 @@ def ppo_loss(
     token_count: float | None = None,
     clip_high: float | None = None,
     aggregation: Aggregation = "token",
+    entropy_mask: torch.Tensor | None = None,
+    entropy_count: float | None = None,
 ) -> LossStats:
     """PPO-clip over tokens: ``-min(r A, clip(r, 1 - clip, 1 + clip_high) A)`` (DAPO's
     decoupled clip; ``clip_high=None`` is ``clip``), plus ``kl_coef`` times the low-variance
     KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3), minus ``entropy_coef``
     times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are ``(batch, tokens)``;
-    ``advantages`` is ``(batch,)``, one per completion.
+    ``advantages`` is ``(batch,)``, one per completion. The entropy bonus counts the tokens of
+    ``entropy_mask`` (default ``mask``), averaged over ``entropy_count`` (default ``token_count``).
 
     The loss terms are averaged by :func:`aggregate` with ``aggregation``, over
     ``token_count`` (tokens or completions, by ``aggregation``) when given: the step's
@@ -109,7 +112,8 @@ def ppo_loss(
         loss = loss + kl_coef * aggregate(kl_tokens, mask, aggregation, token_count)
         kl_value = masked_mean(kl_tokens, mask)
     if entropy_coef:
-        loss = loss - entropy_coef * aggregate(entropy, mask, aggregation, token_count)
+        bonus_mask, bonus_count = (mask, token_count) if entropy_mask is None else (entropy_mask, entropy_count)
+        loss = loss - entropy_coef * aggregate(entropy, bonus_mask, aggregation, bonus_count)
     with torch.no_grad():
         clip_fraction = masked_mean(((ratio < 1.0 - clip) | (ratio > 1.0 + high)).float(), mask)
         approx_kl = masked_mean((ratio - 1.0) - (new - old), mask)

@@ -118,6 +118,11 @@ def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = T
 _UNSET = object()
 
 
+def _count(turns: list[Turn], aggregation: str) -> int:
+    """What the loss averages over in ``turns``: their completions (``sequence``) or tokens."""
+    return len(turns) if aggregation == "sequence" else sum(len(t.completion_ids) for t in turns)
+
+
 class Trainer:
     """Runs :class:`~mage_agent.config.TrainConfig`; ``resume=True`` continues from the
     newest checkpoint in the output directory. A new run refuses a folder that holds an
@@ -380,13 +385,16 @@ class Trainer:
             for step, chosen in enumerate(buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets))):
                 batch = [turns[keep[i]] for i in chosen]
                 # every process's tokens (or completions) of this step: the loss's denominator
-                own = len(batch) if algo.loss_aggregation == "sequence" else sum(len(t.completion_ids) for t in batch)
-                token_count = world.sum(own)
+                token_count = world.sum(_count(batch, algo.loss_aggregation))
+                # the entropy bonus's tokens: with 'choices', those of the answers drawn from legal actions
+                choices = algo.entropy_tokens == "choices"
+                bonus_count = world.sum(_count([t for t in batch if t.allowed_ids is not None], algo.loss_aggregation)
+                                        ) if choices else token_count
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
                     stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
                                                       None if reference is None else reference[chosen], token_count,
-                                                      entropy_coef)
+                                                      entropy_coef if bonus_count else 0.0, bonus_count if choices else None)
                     for key, value in stats.items():
                         sums[key] += value
                     steps += 1
@@ -404,10 +412,13 @@ class Trainer:
                 "entropy_coef": entropy_coef}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
-                             token_count: float, entropy_coef: float) -> dict[str, float]:
+                             token_count: float, entropy_coef: float,
+                             bonus_count: float | None = None) -> dict[str, float]:
         """Forward and backward on one minibatch, one micro-batch at a time (the gradients
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
-        step's tokens on every process); returns the minibatch's token-mean diagnostics."""
+        step's tokens on every process), the entropy bonus over ``bonus_count`` tokens of the
+        turns with legal actions only (``None``: every token); returns the minibatch's
+        token-mean diagnostics."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
@@ -420,9 +431,12 @@ class Trainer:
             old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
             ref = None if reference is None else reference[rows, : new.shape[1]].to(new.device)
             part_advantages = torch.tensor(advantages[rows], dtype=torch.float32, device=new.device)
+            choices = None if bonus_count is None else mask & torch.tensor(
+                [t.allowed_ids is not None for t in part], device=mask.device)[:, None]
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
                                   kl_coef=algo.kl_coef, entropy_coef=entropy_coef, token_count=token_count,
-                                  clip_high=algo.clip_high, aggregation=algo.loss_aggregation)
+                                  clip_high=algo.clip_high, aggregation=algo.loss_aggregation,
+                                  entropy_mask=choices, entropy_count=bonus_count)
             part_stats.loss.backward()
             weight = sum(len(t.completion_ids) for t in part) / own_tokens
             for key in _LOSS_KEYS[:-1]:

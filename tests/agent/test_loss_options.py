@@ -129,6 +129,7 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     ({"entropy_schedule": "exponential"}, "entropy_schedule"),
     ({"entropy_hold": 1.0}, "entropy_hold"),
     ({"entropy_hold": -0.1}, "entropy_hold"),
+    ({"entropy_tokens": "answers"}, "entropy_tokens"),
     ({"std_of": "rewards"}, "std_of"),
     ({"reward_weights": {"aggressive": 0.0}}, "reward_weights must be positive"),
 ])
@@ -178,3 +179,38 @@ def test_reward_weights_scale_one_archetypes_training_rewards_only(tmp_path):
 def test_reward_weights_must_name_training_archetypes(tmp_path):
     with pytest.raises(ValueError, match="not a training archetype"):
         Trainer(run_config(tmp_path, "bad", reward_weights={"maniac": 2.0}), progress=False)
+
+
+def test_an_entropy_mask_limits_the_bonus_to_its_tokens_by_hand():
+    entropy = torch.zeros(2, 2, requires_grad=True)
+    mask = torch.tensor([[True, False], [True, True]])
+    choices = torch.tensor([[True, False], [False, False]])   # row 0 answered among legal actions
+    loss = ppo_loss(torch.zeros(2, 2), torch.zeros(2, 2), None, entropy, torch.zeros(2), mask, entropy_coef=0.5,
+                    token_count=3, entropy_mask=choices, entropy_count=1).loss
+    loss.backward()
+    assert torch.equal(entropy.grad, torch.tensor([[-0.5, 0.0], [0.0, 0.0]]))
+
+
+@pytest.mark.parametrize("free_text", [True, False])
+def test_the_entropy_bonus_counts_answers_among_legal_actions_only(tmp_path, free_text):
+    """By default (entropy_tokens: choices) free-text turns get no entropy bonus: their update
+    is the one without a bonus, and 'all' gives them one; turns drawn among legal actions
+    (action tokens) get the same bonus either way."""
+    import dataclasses
+
+    def updated(name: str, **options) -> dict:
+        trainer = Trainer(run_config(tmp_path, name, iterations=1, **options), progress=False)
+        turns, advantages, _ = trainer.credit(trainer.collect(0))
+        if free_text:
+            turns = [dataclasses.replace(t, allowed_ids=None) for t in turns]
+        trainer.update(turns, advantages, 0)
+        return parameters(trainer)
+
+    choices = updated("choices", entropy_coef=0.5)
+    every = updated("all", entropy_coef=0.5, entropy_tokens="all")
+    without = updated("without", entropy_coef=0.0)
+    same = [torch.equal(choices[n], every[n]) for n in choices]
+    if free_text:
+        assert all(torch.equal(choices[n], without[n]) for n in choices) and not all(same)
+    else:
+        assert all(same) and not all(torch.equal(choices[n], without[n]) for n in choices)

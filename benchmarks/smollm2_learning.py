@@ -252,7 +252,8 @@ def mean_by_tens(values: list[float]) -> list[float]:
 
 def by_tens(history: list[dict]) -> list[dict]:
     """A run's training metrics by tens of iterations: the batch's mean return in the first
-    and final hand and the policy's entropy (a collapsing run plays hand 3 like hand 1).
+    and final hand, the policy's entropy (a collapsing run plays hand 3 like hand 1) and,
+    where logged, the invalid-answer rate.
 
     Example:
         >>> by_tens([{"iteration": i + 1, "return_ep1": 0.0, "return_ep3": i / 10, "entropy": 0.5} for i in range(12)])
@@ -260,8 +261,9 @@ def by_tens(history: list[dict]) -> list[dict]:
     """
     spans = [f"{history[start]['iteration']}-{history[min(start + 9, len(history) - 1)]['iteration']}"
              for start in range(0, len(history), 10)]
+    sources = (("R1", "return_ep1"), ("R3", "return_ep3"), ("entropy", "entropy"), ("invalid", "invalid_rate"))
     means = {key: mean_by_tens([float(m[source]) for m in history])
-             for key, source in (("R1", "return_ep1"), ("R3", "return_ep3"), ("entropy", "entropy"))}
+             for key, source in sources if all(source in m for m in history)}
     return [{"iterations": span, **{key: round(values[i], 3) for key, values in means.items()}}
             for i, span in enumerate(spans)]
 
@@ -480,7 +482,7 @@ def main() -> None:
             print(path.name)
             for row in by_tens(_history(path)):
                 print(f"  iterations {row['iterations']:>7}: hand 1 {row['R1']:+.3f}  hand 3 {row['R3']:+.3f}  "
-                      f"entropy {row['entropy']:.2f}")
+                      f"entropy {row['entropy']:.2f}" + (f"  invalid {row['invalid']:.1%}" if "invalid" in row else ""))
         return
     stored = json.loads(args.results.read_text())["rows"] if args.results.exists() else []
     fresh = []

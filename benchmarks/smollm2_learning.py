@@ -51,7 +51,8 @@ from learning import HELDOUT, TRAINING, mean_ci, per_style, run_dir  # noqa: E40
 
 ROOT = Path(__file__).resolve().parent.parent
 ADAPTERS = ROOT / "benchmarks" / "results" / "smollm2-adapters"
-#: Runs stopped before they finished, as ``--park`` left them: a fresh machine resumes from here.
+#: Runs stopped before they finished, as ``--park`` left them (or an untrained evaluation alone):
+#: a fresh machine resumes from here.
 PARKED = ROOT / "benchmarks" / "results" / "smollm2-parked"
 #: A checkpoint's tokenizer files: the tokenizer loads from the base model.
 TOKENIZER_FILES = shutil.ignore_patterns("tokenizer*", "chat_template.jinja", "special_tokens_map.json")

@@ -61,7 +61,7 @@ def test_enum_like_fields_are_literal_and_their_choices_come_from_the_type():
     _, actions = _field_actions()
     literal = {name for name, action in actions.items() if action.choices}
     assert literal == {"dtype", "reward_mode", "prompt_style", "seat", "group_opponents", "estimator", "scope",
-                       "loss_aggregation", "schedule", "entropy_schedule", "std_of", "league_sampling",
+                       "loss_aggregation", "schedule", "entropy_schedule", "entropy_tokens", "std_of", "league_sampling",
                        "league_members"}
     config = TrainConfig()
     for name in literal:

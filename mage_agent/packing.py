@@ -337,21 +337,22 @@ class Decoder:
         self.keys_values = [(_fit(key, self.width + room).transpose(1, 2).contiguous(),
                              _fit(value, self.width + room).transpose(1, 2).contiguous())
                             for key, value in past.keys_values]
-        self.valid = torch.cat([past.valid, past.valid.new_zeros(len(parents), room)], dim=1)
+        # added to the attention scores: 0 where a row has a key, -inf where it has none yet
+        valid = torch.cat([past.valid, past.valid.new_zeros(len(parents), room)], dim=1)
+        self.blocked = torch.zeros(valid.shape, dtype=residual_dtype(lm), device=lm.device).masked_fill(
+            ~valid, float("-inf"))[:, None, None, :]
         self.projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
 
     def step(self, tokens: torch.Tensor) -> torch.Tensor:
         """The final hidden states ``(rows, hidden size)`` once each row has taken its token."""
         column = self.width + self.steps
-        if column >= self.valid.shape[1]:
-            raise ValueError(f"the decoder has room for {self.valid.shape[1] - self.width} tokens")
-        self.valid[:, column] = True
+        if column >= self.blocked.shape[-1]:
+            raise ValueError(f"the decoder has room for {self.blocked.shape[-1] - self.width} tokens")
+        self.blocked[..., column] = 0.0
         base = self.lm.model
         hidden = base.embed_tokens(tokens[:, None]).to(residual_dtype(self.lm))
         turn = _turns(base, hidden, self.lengths + self.steps)
         # grouped-query attention without repeating the keys: (rows, kv heads, queries per kv head, ...)
-        blocked = torch.zeros(self.valid.shape, dtype=hidden.dtype, device=hidden.device).masked_fill(
-            ~self.valid, float("-inf"))[:, None, None, :]
         for layer, project, (keys, values) in zip(base.layers, self.projections, self.keys_values):
             attention = layer.self_attn
             x = _norm(layer.input_layernorm, hidden)
@@ -359,7 +360,7 @@ class Decoder:
             values[:, :, column] = _heads(project.value(x), attention.head_dim)[:, 0]
             query = _rotated(project.query, x, attention.head_dim, turn).view(len(keys), keys.shape[1], -1,
                                                                               attention.head_dim)
-            scores = torch.matmul(query, keys.transpose(-1, -2)) * attention.scaling + blocked
+            scores = torch.matmul(query, keys.transpose(-1, -2)) * attention.scaling + self.blocked
             attended = torch.matmul(torch.softmax(scores, -1), values)
             hidden = hidden + project.output(attended.reshape(len(keys), 1, -1))
             hidden = hidden + project.mlp(_norm(layer.post_attention_layernorm, hidden))

@@ -380,21 +380,22 @@ class Trainer:
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
+        # with 'choices' the entropy bonus counts the answers drawn among legal actions only
+        choices_only = algo.entropy_tokens == "choices"
         for epoch in range(algo.epochs):
             buckets = _length_buckets(lengths, size, rng)
             for step, chosen in enumerate(buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets))):
                 batch = [turns[keep[i]] for i in chosen]
                 # every process's tokens (or completions) of this step: the loss's denominator
                 token_count = world.sum(_count(batch, algo.loss_aggregation))
-                # the entropy bonus's tokens: with 'choices', those of the answers drawn from legal actions
-                choices = algo.entropy_tokens == "choices"
-                bonus_count = world.sum(_count([t for t in batch if t.allowed_ids is not None], algo.loss_aggregation)
-                                        ) if choices else token_count
+                bonus_count = world.sum(_count([t for t in batch if t.allowed_ids is not None],
+                                               algo.loss_aggregation)) if choices_only else token_count
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
                     stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
                                                       None if reference is None else reference[chosen], token_count,
-                                                      entropy_coef if bonus_count else 0.0, bonus_count if choices else None)
+                                                      entropy_coef if bonus_count else 0.0,
+                                                      bonus_count if choices_only else None)
                     for key, value in stats.items():
                         sums[key] += value
                     steps += 1

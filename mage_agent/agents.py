@@ -125,6 +125,27 @@ def with_question(observation: str, info: dict[str, Any]) -> str:
     return observation + ANSWER_QUESTION.format(options=" or ".join(legal))
 
 
+def choice_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
+    """Where a free-text answer's choice starts: the distinct first tokens of the legal
+    actions' spellings (their labels when the env numbers them); ``None`` on a reflection or
+    once the episode is over. The entropy bonus of a free-text run is taken over these.
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> tok = build_tokenizer(["check bet"])
+        >>> policy = Policy(build_model(tok), tok)
+        >>> info = {"phase": "act", "legal_actions": ["check", "bet"]}
+        >>> choice_token_ids(policy, info) == sorted(tok.convert_tokens_to_ids(w) for w in ("check", "bet"))
+        True
+        >>> choice_token_ids(policy, {"phase": "reflect"}) is None
+        True
+    """
+    legal = info.get("legal_actions")
+    if info.get("phase", "act") != "act" or not legal:
+        return None
+    return policy.first_token_ids(info.get("action_labels") or legal)
+
+
 def answer_prefixes(infos: list[dict[str, Any]], prefix: str) -> list[str] | None:
     """``prefix`` for each acting turn and ``""`` for a reflection; ``None`` without a prefix.
 

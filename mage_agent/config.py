@@ -197,8 +197,9 @@ class AlgoConfig:
     kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
-        "help": "the tokens the entropy bonus counts: 'choices' (answers drawn from the legal actions, as action "
-                "tokens are; free text, whose entropy spans the whole vocabulary, gets none) or 'all'"})
+        "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
+                "token, its entropy renormalised over the legal actions' first tokens; reflections get none) or "
+                "'all' (every token, over the whole vocabulary)"})
     entropy_schedule: Schedule = field(default="linear", metadata={
         "help": "the entropy weight over the run: constant, or decayed linearly / by a cosine to 0 by the end"})
     entropy_hold: float = field(default=0.0, metadata={

@@ -84,7 +84,8 @@ def ppo_loss(
     KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3), minus ``entropy_coef``
     times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are ``(batch, tokens)``;
     ``advantages`` is ``(batch,)``, one per completion. The entropy bonus counts the tokens of
-    ``entropy_mask`` (default ``mask``), averaged over ``entropy_count`` (default ``token_count``).
+    ``entropy_mask`` (default ``mask``), averaged over ``entropy_count`` (default ``token_count``);
+    the ``entropy`` diagnostic is the mean over ``entropy_mask``'s tokens.
 
     The loss terms are averaged by :func:`aggregate` with ``aggregation``, over
     ``token_count`` (tokens or completions, by ``aggregation``) when given: the step's
@@ -111,8 +112,8 @@ def ppo_loss(
         kl_tokens = torch.exp(delta) - delta - 1.0
         loss = loss + kl_coef * aggregate(kl_tokens, mask, aggregation, token_count)
         kl_value = masked_mean(kl_tokens, mask)
+    bonus_mask, bonus_count = (mask, token_count) if entropy_mask is None else (entropy_mask, entropy_count)
     if entropy_coef:
-        bonus_mask, bonus_count = (mask, token_count) if entropy_mask is None else (entropy_mask, entropy_count)
         loss = loss - entropy_coef * aggregate(entropy, bonus_mask, aggregation, bonus_count)
     with torch.no_grad():
         clip_fraction = masked_mean(((ratio < 1.0 - clip) | (ratio > 1.0 + high)).float(), mask)
@@ -121,7 +122,7 @@ def ppo_loss(
         loss=loss,
         policy_loss=float(masked_mean(surrogate.detach(), mask)),
         kl=float(kl_value.detach()),
-        entropy=float(masked_mean(entropy.detach(), mask)),
+        entropy=float(masked_mean(entropy.detach(), bonus_mask)),
         clip_fraction=float(clip_fraction),
         approx_kl=float(approx_kl),
     )

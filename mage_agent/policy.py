@@ -219,6 +219,11 @@ class Policy:
             return None
         return [tokens[0] for tokens in encoded]
 
+    def first_token_ids(self, words: Sequence[str]) -> list[int]:
+        """The distinct first tokens of ``words``, sorted: where a free-text answer that spells
+        one of them starts."""
+        return sorted({tokens[0] for tokens in self.encode_words(words) if tokens})
+
     def decode(self, ids: Sequence[int]) -> str:
         """The text of ``ids`` without special tokens (remembered, up to :data:`CACHE_LIMIT`)."""
         key = tuple(ids)
@@ -275,11 +280,15 @@ class Policy:
         temperature: float = 1.0,
         allowed_ids: Sequence[list[int] | None] | None = None,
         reference: bool = False,
+        choice_ids: Sequence[list[int] | None] | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Per-token log-probs and entropies of the completions, and the token mask.
 
         Shapes ``(batch, max_completion_len)``. With ``reference=True`` the reference
-        policy scores them, without gradients.
+        policy scores them, without gradients. A free-text row with ``choice_ids`` (the first
+        tokens of its legal answers, :meth:`first_token_ids`; a row with ``allowed_ids`` has
+        none) gets, as its first token's entropy, that of the first token's distribution
+        renormalised over them: how undecided the choice is, not the whole vocabulary.
         """
         rows = len(prompt_ids)
         model, context = self._scorer(reference)
@@ -307,6 +316,8 @@ class Policy:
         token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
         probs = log_probs.exp()
         entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+        if choice_ids is not None and any(choice_ids):
+            entropy = _with_choice_entropy(entropy, scores, choice_ids, columns)
         return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
 
     def _padded_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
@@ -394,6 +405,23 @@ class Policy:
 
     def trainable_parameters(self) -> list[torch.nn.Parameter]:
         return [p for p in self.model.parameters() if p.requires_grad]
+
+
+def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids: Sequence[list[int] | None],
+                         columns: torch.Tensor | None) -> torch.Tensor:
+    """``entropy`` with each choice row's first entry replaced by the entropy of its first
+    token's ``scores`` renormalised over its ``choice_ids``."""
+    if columns is not None:
+        raise ValueError("choice_ids are for free-text rows: a batch scored over allowed columns has none")
+    chosen = [(row, ids) for row, ids in enumerate(choice_ids) if ids]
+    rows = torch.tensor([row for row, _ in chosen], dtype=torch.long, device=scores.device)
+    width = max(len(ids) for _, ids in chosen)
+    index = torch.tensor([ids + [ids[0]] * (width - len(ids)) for _, ids in chosen], device=scores.device)
+    padding = torch.tensor([[j >= len(ids) for j in range(width)] for _, ids in chosen], device=scores.device)
+    log_probs = torch.log_softmax(scores[rows, 0].gather(-1, index).masked_fill(padding, float("-inf")), -1)
+    probs = log_probs.exp()
+    first = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+    return entropy.index_put((rows, torch.zeros_like(rows)), first)
 
 
 def base_model(model: CausalLM) -> PreTrainedModel:

@@ -37,7 +37,7 @@ import mage_envs  # noqa: F401  (registers the environments)
 from mage_envs.games.engine import OpenSpielGameEnv
 from mage_envs.opponents import Opponent, as_population
 
-from .agents import action_token_ids, answer_prefixes, with_question
+from .agents import action_token_ids, answer_prefixes, choice_token_ids, with_question
 from .policy import Policy
 from .sampling import Sampler, Sampling, TorchSampler
 
@@ -76,6 +76,8 @@ class Turn:
     truncated: bool
     anchor: str
     allowed_ids: list[int] | None
+    #: a free-text answer's legal first tokens (:func:`~mage_agent.agents.choice_token_ids`)
+    choice_ids: list[int] | None = None
 
 
 @dataclass
@@ -198,6 +200,7 @@ class RolloutRunner:
                         invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
                         truncated=generation.truncated, anchor=anchor_of(observations[i], info),
                         allowed_ids=generation.allowed_ids,
+                        choice_ids=None if action_tokens else choice_token_ids(policy, info),
                     ))
                     observations[i], infos[i] = obs, next_info
                     if terminated or truncated:

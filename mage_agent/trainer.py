@@ -123,6 +123,23 @@ def _count(turns: list[Turn], aggregation: str) -> int:
     return len(turns) if aggregation == "sequence" else sum(len(t.completion_ids) for t in turns)
 
 
+def _choice_tokens(turn: Turn) -> int:
+    """How many of ``turn``'s first tokens are a choice among legal actions, which the entropy
+    bonus counts with ``entropy_tokens: choices``: all of an action-token answer, the first
+    of a free-text answer (its entropy renormalised over the legal first tokens), none of a
+    reflection."""
+    if turn.allowed_ids is not None:
+        return len(turn.completion_ids)
+    return min(1, len(turn.completion_ids)) if turn.choice_ids else 0
+
+
+def _choice_count(turns: list[Turn], aggregation: str) -> int:
+    """What the entropy bonus averages over in ``turns`` with ``entropy_tokens: choices``:
+    the turns with a choice (``sequence``) or their choice tokens."""
+    counts = [_choice_tokens(t) for t in turns]
+    return sum(c > 0 for c in counts) if aggregation == "sequence" else sum(counts)
+
+
 class Trainer:
     """Runs :class:`~mage_agent.config.TrainConfig`; ``resume=True`` continues from the
     newest checkpoint in the output directory. A new run refuses a folder that holds an
@@ -388,8 +405,7 @@ class Trainer:
                 batch = [turns[keep[i]] for i in chosen]
                 # every process's tokens (or completions) of this step: the loss's denominator
                 token_count = world.sum(_count(batch, algo.loss_aggregation))
-                bonus_count = world.sum(_count([t for t in batch if t.allowed_ids is not None],
-                                               algo.loss_aggregation)) if choices_only else token_count
+                bonus_count = world.sum(_choice_count(batch, algo.loss_aggregation)) if choices_only else token_count
                 self.optimizer.zero_grad(set_to_none=True)
                 if batch:
                     stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
@@ -417,9 +433,9 @@ class Trainer:
                              bonus_count: float | None = None) -> dict[str, float]:
         """Forward and backward on one minibatch, one micro-batch at a time (the gradients
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
-        step's tokens on every process), the entropy bonus over ``bonus_count`` tokens of the
-        turns with legal actions only (``None``: every token); returns the minibatch's
-        token-mean diagnostics."""
+        step's tokens on every process), the entropy bonus over ``bonus_count`` choice tokens
+        (:func:`_choice_tokens`; ``None``: every token); returns the minibatch's token-mean
+        diagnostics."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
@@ -428,12 +444,14 @@ class Trainer:
             new, entropy, mask = self.policy.completion_logprobs(
                 [t.prompt_ids for t in part], [t.completion_ids for t in part],
                 temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part],
+                choice_ids=None if bonus_count is None else [t.choice_ids for t in part],
             )
             old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
             ref = None if reference is None else reference[rows, : new.shape[1]].to(new.device)
             part_advantages = torch.tensor(advantages[rows], dtype=torch.float32, device=new.device)
-            choices = None if bonus_count is None else mask & torch.tensor(
-                [t.allowed_ids is not None for t in part], device=mask.device)[:, None]
+            choices = None if bonus_count is None else mask & (
+                torch.arange(mask.shape[1], device=mask.device)[None, :]
+                < torch.tensor([_choice_tokens(t) for t in part], device=mask.device)[:, None])
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
                                   kl_coef=algo.kl_coef, entropy_coef=entropy_coef, token_count=token_count,
                                   clip_high=algo.clip_high, aggregation=algo.loss_aggregation,

@@ -191,26 +191,26 @@ def test_an_entropy_mask_limits_the_bonus_to_its_tokens_by_hand():
     assert torch.equal(entropy.grad, torch.tensor([[-0.5, 0.0], [0.0, 0.0]]))
 
 
-@pytest.mark.parametrize("free_text", [True, False])
-def test_the_entropy_bonus_counts_answers_among_legal_actions_only(tmp_path, free_text):
-    """By default (entropy_tokens: choices) free-text turns get no entropy bonus: their update
-    is the one without a bonus, and 'all' gives them one; turns drawn among legal actions
-    (action tokens) get the same bonus either way."""
+@pytest.mark.parametrize("kind", ["action-tokens", "free-text", "reflection"])
+def test_the_entropy_bonus_counts_choices_among_legal_actions_only(tmp_path, kind):
+    """By default (entropy_tokens: choices) an action-token answer's bonus is that of 'all';
+    a free-text answer gets one on its first token, renormalised over the legal first tokens
+    (so neither none nor 'all''s); a reflection (no choice) gets none."""
     import dataclasses
 
     def updated(name: str, **options) -> dict:
         trainer = Trainer(run_config(tmp_path, name, iterations=1, **options), progress=False)
         turns, advantages, _ = trainer.credit(trainer.collect(0))
-        if free_text:
-            turns = [dataclasses.replace(t, allowed_ids=None) for t in turns]
+        if kind != "action-tokens":
+            turns = [dataclasses.replace(t, allowed_ids=None, choice_ids=t.allowed_ids if kind == "free-text" else None)
+                     for t in turns]
         trainer.update(turns, advantages, 0)
         return parameters(trainer)
 
     choices = updated("choices", entropy_coef=0.5)
     every = updated("all", entropy_coef=0.5, entropy_tokens="all")
     without = updated("without", entropy_coef=0.0)
-    same = [torch.equal(choices[n], every[n]) for n in choices]
-    if free_text:
-        assert all(torch.equal(choices[n], without[n]) for n in choices) and not all(same)
-    else:
-        assert all(same) and not all(torch.equal(choices[n], without[n]) for n in choices)
+    like_all = all(torch.equal(choices[n], every[n]) for n in choices)
+    like_none = all(torch.equal(choices[n], without[n]) for n in choices)
+    assert (like_all, like_none) == {"action-tokens": (True, False), "free-text": (False, False),
+                                     "reflection": (False, True)}[kind]

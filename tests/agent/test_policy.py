@@ -30,6 +30,27 @@ def test_generated_logprobs_match_scoring(tokenizer):
     assert (entropy[mask] > 0).all()
 
 
+def test_a_free_text_choice_gets_the_entropy_of_its_first_token_among_the_legal_first_tokens(tokenizer):
+    """With ``choice_ids`` a free-text row's first entropy is, by hand from the model's logits,
+    that of the first token renormalised over its legal first tokens; its other entropies,
+    every log-prob and the other rows are those scored without."""
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=4)), tokenizer)
+    prompts = [policy.encode_words(["You hold the King"])[0], policy.encode_words(["Opponent bets . You"])[0]]
+    completions = [list(policy.encode_words(["bet , call"])[0]), list(policy.encode_words(["fold ."])[0])]
+    legal = policy.first_token_ids(["check", "bet", "bet ,"])
+    assert len(legal) == 2
+    plain = policy.completion_logprobs(prompts, completions, temperature=0.7)
+    logprobs, entropy, mask = policy.completion_logprobs(prompts, completions, temperature=0.7,
+                                                         choice_ids=[legal, None])
+    with torch.no_grad():
+        logits = policy.model(torch.tensor([list(prompts[0])])).logits[0, -1].float() / 0.7
+    p = torch.softmax(logits[legal], -1)
+    assert entropy[0, 0].item() == pytest.approx(float(-(p * p.log()).sum()), abs=1e-5)
+    assert entropy[0, 0] < plain[1][0, 0]
+    assert torch.equal(entropy[0, 1:], plain[1][0, 1:]) and torch.equal(entropy[1], plain[1][1])
+    assert torch.equal(logprobs, plain[0]) and torch.equal(mask, plain[2])
+
+
 def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
     sampler = TorchSampler(policy)

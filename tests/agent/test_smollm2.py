@@ -137,12 +137,14 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     straight = Trainer(run_config(tmp_path, "straight"), progress=False)
     before = adapter(straight)
     phases = []
+    choices: list[tuple[str, list[int] | None]] = []
     reflection_lengths: list[list[int]] = []
     original_collect = straight.collect
 
     def record(iteration, *args, **kwargs):
         batch = original_collect(iteration, *args, **kwargs)
         phases.extend(turn.phase for turn in batch.turns)
+        choices.extend((turn.phase, turn.choice_ids) for turn in batch.turns)
         reflection_lengths.append([len(t.completion_ids) for t in batch.turns if t.phase == "reflect"])
         return batch
 
@@ -152,6 +154,11 @@ def test_lora_free_text_training_with_reflections_saves_and_resumes_bit_identica
     assert after and all("lora" in n for n in after)
     assert any(not torch.equal(before[n], after[n]) for n in before)
     assert {"act", "reflect"} <= set(phases)  # free-text moves and reflections both trained on
+    # the entropy bonus's choices: the first tokens of the legal moves' names on acting turns only
+    moves = {name: straight.policy.first_token_ids([name])[0] for name in ("check", "bet", "fold", "call")}
+    assert {tuple(ids) for phase, ids in choices if phase == "act"} <= {
+        tuple(sorted([moves["check"], moves["bet"]])), tuple(sorted([moves["fold"], moves["call"]]))}
+    assert all(ids is None for phase, ids in choices if phase == "reflect") and len(set(moves.values())) == 4
     assert [m["reflection_tokens"] for m in straight.history] == [pytest.approx(sum(n) / len(n))
                                                                   for n in reflection_lengths]
     saved = tmp_path / "straight" / "checkpoints" / "iter-000002" / "model"

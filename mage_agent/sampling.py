@@ -33,7 +33,7 @@ import torch
 from transformers import LlamaForCausalLM
 
 from .packing import Decoder, Prefill, PrefixCache, decode_chunks, final_hidden
-from .policy import CausalLM, Policy, base_model, distinct, head_logits
+from .policy import CausalLM, Policy, base_model, distinct, head_logits, lm_head
 
 
 @dataclass(frozen=True)
@@ -199,7 +199,7 @@ class TorchSampler:
                                 None, columns)
         lm = cast(LlamaForCausalLM, base_model(policy.model))   # checked when the policy was built
         prefill = Prefill(lm, [tuple(row) for row in encoded], self._prefix_cache)
-        head = _head(lm, prefill.hidden.dtype)
+        head = lm_head(lm, prefill.hidden.dtype)
         results: dict[int, Generation] = {}
         for rows in decode_chunks([len(row) for row in encoded], sampling.max_new_tokens):
             chunk = prefill.decoder(rows, sampling.max_new_tokens)
@@ -312,14 +312,6 @@ def sample(scores: torch.Tensor, sampling: Sampling, generator: torch.Generator)
         scores = torch.full_like(scores, float("-inf")).scatter(-1, order, sorted_scores)
     probs = torch.softmax(scores, -1)
     return torch.multinomial(probs, 1, generator=generator)[:, 0]
-
-
-def _head(lm: LlamaForCausalLM, dtype: torch.dtype) -> Callable[[torch.Tensor], torch.Tensor]:
-    """The LM head on hidden states of ``dtype``, its weight converted once (per step, the
-    conversion of SmolLM2's 49k-row head cost about as much as its product)."""
-    weight = lm.lm_head.weight.to(dtype)
-    bias = None if lm.lm_head.bias is None else lm.lm_head.bias.to(dtype)
-    return lambda hidden: torch.nn.functional.linear(hidden, weight, bias)
 
 
 def _stepper(head: Callable[[torch.Tensor], torch.Tensor], decoder: Decoder) -> Callable[[torch.Tensor], torch.Tensor]:

@@ -5,12 +5,13 @@ The prompts are Kuhn Poker acting prompts from random play (``free_text.acting_p
 the ``full`` prompt with the closing question), answered after the ``<action>`` prefix,
 stopping at ``</action>``, up to ``--max-new-tokens`` tokens, at temperature 1. Two batches:
 ``groups`` (16 prompts x 8 copies, as a training iteration's first turn: the copies share
-their prompt) and ``distinct`` (128 different prompts, as an evaluation's). Each path is
+their prompt) and ``distinct`` (128 different prompts, as an evaluation's); ``--prompts``
+scales both (``groups``: that many prompts x 8). Each path is
 timed on the same batch with the same seed, after a small warm-up, in one process: compare
 the ratios, not the seconds; the packed paths decode in row batches of similar length
 (``DECODE_POSITIONS``). Exactness: the packed float32 path, run once more decoding each batch
 whole (so that it draws in the padded path's row order), must draw the very tokens of the
-padded one; the bfloat16 path's log-probs of the padded path's completions are
+padded one (else the script exits with status 1); the bfloat16 path's log-probs of the padded path's completions are
 compared with float32's (max and mean absolute difference).
 
     python benchmarks/free_text_speed.py --output benchmarks/results/free-text-speed.json
@@ -56,10 +57,15 @@ def load(packed: bool, dtype: torch.dtype):
     return policy
 
 
-def batches(seed: int) -> dict[str, list[str]]:
-    """The two batches of prompts (with the closing question)."""
-    prompts = [p + QUESTION.format(options=" or ".join(legal)) for p, legal in acting_prompts("full", 128, seed)]
-    return {"groups": [p for p in prompts[:16] for _ in range(8)], "distinct": prompts}
+#: Copies of each prompt in the ``groups`` batch (a training group's size).
+COPIES = 8
+
+
+def batches(seed: int, prompts: int = 16) -> dict[str, list[str]]:
+    """The two batches of prompts (with the closing question): ``prompts`` x :data:`COPIES`
+    copies, and as many distinct prompts."""
+    texts = [p + QUESTION.format(options=" or ".join(legal)) for p, legal in acting_prompts("full", prompts * COPIES, seed)]
+    return {"groups": [p for p in texts[:prompts] for _ in range(COPIES)], "distinct": texts}
 
 
 def main() -> None:
@@ -69,12 +75,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--max-new-tokens", type=int, default=8)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--prompts", type=int, default=16, help=f"prompts of the groups batch (x {COPIES} copies)")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--output", type=Path, default=None)
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
     sampling = Sampling(temperature=1.0, max_new_tokens=args.max_new_tokens, stop=("</action>",))
-    prompts = batches(args.seed)
+    prompts = batches(args.seed, args.prompts)
     policies = {name: load(*spec) for name, spec in PATHS.items()}
     result: dict = {"machine": platform.processor() or platform.machine(), "threads": args.threads,
                     "max_new_tokens": args.max_new_tokens, "torch": torch.__version__, "batches": {}}
@@ -116,6 +123,8 @@ def main() -> None:
         print(json.dumps(result["batches"][batch]), flush=True)
     if args.output:
         args.output.write_text(json.dumps(result, indent=1))
+    if any(row["packed_float32_same_tokens"] < 1 for row in result["batches"].values()):
+        sys.exit("the packed float32 path drew other tokens than the padded one")
 
 
 if __name__ == "__main__":

@@ -43,6 +43,27 @@ def test_ttt_speed_times_both_forwards_and_checks_their_metrics_agree():
         ["baseline", "(packed_forward=false)"], ["candidate", "(packed_forward=true)"]]
 
 
+def test_free_text_speed_draws_the_same_tokens_packed_as_padded(tmp_path):
+    pytest.importorskip("torch")
+    from mage_agent import pretrained
+
+    try:
+        pretrained.embedded_file("smollm2-135m")
+    except FileNotFoundError as missing:
+        pytest.skip(str(missing))
+    out = tmp_path / "speed.json"
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "free_text_speed.py"), "--prompts", "1",
+                           "--max-new-tokens", "3", "--threads", "1", "--output", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]   # non-zero: other tokens drawn
+    result = json.loads(out.read_text())
+    assert [(b["rows"], b["distinct_prompts"]) for b in result["batches"].values()] == [(8, 1), (8, 8)]
+    for batch in result["batches"].values():
+        assert batch["packed_float32_same_tokens"] == 1 and batch["packed_float32_logprob_gap_max"] < 1e-3
+        assert 0 < batch["bfloat16_logprob_gap"]["max"] < 1.0 and 1 <= batch["tokens_per_answer"] <= 3
+        assert set(batch["paths"]) == {"padded float32 (before)", "packed float32", "packed bfloat16"}
+
+
 def test_ttt_speed_refuses_the_settings_it_sets_itself():
     sys.path.insert(0, str(SCRIPT.parent))
     import ttt_speed

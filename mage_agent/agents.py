@@ -127,8 +127,9 @@ def with_question(observation: str, info: dict[str, Any]) -> str:
 
 def choice_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
     """Where a free-text answer's choice starts: the distinct first tokens of the legal
-    actions' spellings (their labels when the env numbers them); ``None`` on a reflection or
-    once the episode is over. The entropy bonus of a free-text run is taken over these.
+    actions' names (and of their labels when the env numbers them: an answer may give
+    either); ``None`` on a reflection or once the episode is over. The entropy bonus of a
+    free-text answer is taken over these.
 
     Example:
         >>> from mage_agent.tiny import build_model, build_tokenizer
@@ -143,7 +144,7 @@ def choice_token_ids(policy: Policy, info: dict[str, Any]) -> list[int] | None:
     legal = info.get("legal_actions")
     if info.get("phase", "act") != "act" or not legal:
         return None
-    return policy.first_token_ids(info.get("action_labels") or legal)
+    return policy.first_token_ids(list(legal) + list(info.get("action_labels") or []))
 
 
 def answer_prefixes(infos: list[dict[str, Any]], prefix: str) -> list[str] | None:

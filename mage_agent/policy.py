@@ -411,8 +411,7 @@ def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids
                          columns: torch.Tensor | None) -> torch.Tensor:
     """``entropy`` with each choice row's first entry replaced by the entropy of its first
     token's ``scores`` renormalised over its ``choice_ids``."""
-    if columns is not None:
-        raise ValueError("choice_ids are for free-text rows: a batch scored over allowed columns has none")
+    assert columns is None, "choice_ids are for free-text rows: a batch scored over allowed columns has none"
     chosen = [(row, ids) for row, ids in enumerate(choice_ids) if ids]
     rows = torch.tensor([row for row, _ in chosen], dtype=torch.long, device=scores.device)
     width = max(len(ids) for _, ids in chosen)
@@ -455,8 +454,9 @@ def head_logits(lm: LlamaForCausalLM, hidden: torch.Tensor, columns: torch.Tenso
 
 def lm_head(lm: LlamaForCausalLM, dtype: torch.dtype,
             columns: torch.Tensor | None = None) -> Callable[[torch.Tensor], torch.Tensor]:
-    """:func:`head_logits` on hidden states of ``dtype``, its weight converted (and its
-    ``columns`` selected) once: a decoding loop calls it every step, and converting SmolLM2's
+    """The LM head as a function of final hidden states of ``dtype``, giving logits in that
+    dtype (of the vocabulary's ``columns`` only, when given), its weight converted and its
+    columns selected once: a decoding loop calls it every step, and converting SmolLM2's
     49k-row head each time cost about as much as the product.
 
     Example:

@@ -200,7 +200,7 @@ class RolloutRunner:
                         invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
                         truncated=generation.truncated, anchor=anchor_of(observations[i], info),
                         allowed_ids=generation.allowed_ids,
-                        choice_ids=None if action_tokens else choice_token_ids(policy, info),
+                        choice_ids=None if generation.allowed_ids is not None else choice_token_ids(policy, info),
                     ))
                     observations[i], infos[i] = obs, next_info
                     if terminated or truncated:

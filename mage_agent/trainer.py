@@ -58,6 +58,8 @@ from .sampling import Sampler, TorchSampler
 
 #: The per-step diagnostics averaged into each iteration's metrics.
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
+#: The update's count of the tokens its logged entropy averages over (not logged itself).
+_ENTROPY_TOKENS = "entropy_tokens"
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
@@ -126,11 +128,18 @@ def _count(turns: list[Turn], aggregation: str) -> int:
 def _choice_tokens(turn: Turn) -> int:
     """How many of ``turn``'s first tokens are a choice among legal actions, which the entropy
     bonus counts with ``entropy_tokens: choices``: all of an action-token answer, the first
-    of a free-text answer (its entropy renormalised over the legal first tokens), none of a
-    reflection."""
+    of a free-text answer when its legal actions start with two first tokens or more (its
+    entropy renormalised over them), none of a reflection.
+
+    Example:
+        >>> free = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, False, "", None, [5, 6])
+        >>> one_way = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, False, "", None, [5])
+        >>> _choice_tokens(free), _choice_tokens(one_way)
+        (1, 0)
+    """
     if turn.allowed_ids is not None:
         return len(turn.completion_ids)
-    return min(1, len(turn.completion_ids)) if turn.choice_ids else 0
+    return min(1, len(turn.completion_ids)) if turn.choice_ids is not None and len(turn.choice_ids) > 1 else 0
 
 
 def _choice_count(turns: list[Turn], aggregation: str) -> int:
@@ -397,7 +406,7 @@ class Trainer:
         sums: dict[str, float] = defaultdict(float)
         steps = 0
         lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
-        # with 'choices' the entropy bonus counts the answers drawn among legal actions only
+        # with 'choices' the entropy bonus counts the choices among legal actions only (_choice_tokens)
         choices_only = algo.entropy_tokens == "choices"
         for epoch in range(algo.epochs):
             buckets = _length_buckets(lengths, size, rng)
@@ -424,9 +433,12 @@ class Trainer:
         self.scheduler.step()
         totals = world.gather((dict(sums), steps))
         steps = sum(count for _, count in totals)
-        keys = sorted({key for part, _ in totals for key in part}, key=list(_LOSS_KEYS).index)
-        return {**{key: sum(part.get(key, 0.0) for part, _ in totals) / steps for key in keys},
-                "entropy_coef": entropy_coef}
+        total = {key: sum(part.get(key, 0.0) for part, _ in totals) for key in {k for part, _ in totals for k in part}}
+        # the entropy: a mean over every token the bonus counts (a step without any adds nothing)
+        entropy_tokens = total.pop(_ENTROPY_TOKENS, 0.0)
+        means = {key: value / (entropy_tokens if key == "entropy" else steps) for key, value in total.items()
+                 if key != "entropy" or entropy_tokens}
+        return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float,
@@ -435,7 +447,8 @@ class Trainer:
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
         step's tokens on every process), the entropy bonus over ``bonus_count`` choice tokens
         (:func:`_choice_tokens`; ``None``: every token); returns the minibatch's token-mean
-        diagnostics."""
+        diagnostics, but the entropy as a sum over the tokens the bonus counts, beside their
+        number (:data:`_ENTROPY_TOKENS`)."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
@@ -459,7 +472,11 @@ class Trainer:
             part_stats.loss.backward()
             weight = sum(len(t.completion_ids) for t in part) / own_tokens
             for key in _LOSS_KEYS[:-1]:
-                stats[key] += weight * getattr(part_stats, key)
+                if key != "entropy":
+                    stats[key] += weight * getattr(part_stats, key)
+            bonus_tokens = float((mask if choices is None else choices).sum())
+            stats["entropy"] += part_stats.entropy * bonus_tokens
+            stats[_ENTROPY_TOKENS] += bonus_tokens
         return stats
 
     def _micro_batches(self, batch: list[Turn]) -> list[list[int]]:

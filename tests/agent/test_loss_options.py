@@ -214,3 +214,38 @@ def test_the_entropy_bonus_counts_choices_among_legal_actions_only(tmp_path, kin
     like_none = all(torch.equal(choices[n], without[n]) for n in choices)
     assert (like_all, like_none) == {"action-tokens": (True, False), "free-text": (False, False),
                                      "reflection": (False, True)}[kind]
+
+
+@pytest.mark.parametrize("aggregation", ["token", "sequence"])
+def test_a_free_text_answer_gets_the_bonus_on_its_first_token_and_a_reflection_none(tmp_path, monkeypatch,
+                                                                                    aggregation):
+    """Free-text answers of three tokens beside reflections: the bonus's mask holds each
+    answer's first token alone, its count is the step's answers, and the logged entropy is the
+    mean over those tokens (not a mean of the steps' means)."""
+    import dataclasses
+
+    from mage_agent import trainer as trainer_module
+
+    trainer = Trainer(run_config(tmp_path, aggregation, iterations=1, entropy_coef=0.5, loss_aggregation=aggregation,
+                                 minibatch_size=8), progress=False)
+    turns, advantages, _ = trainer.credit(trainer.collect(0))
+    turns = [dataclasses.replace(t, completion_ids=t.completion_ids * 3, logprobs=t.logprobs * 3, allowed_ids=None,
+                                 choice_ids=t.allowed_ids if i % 3 else None, phase="act" if i % 3 else "reflect")
+             for i, t in enumerate(turns)]
+    calls = []
+
+    def recorded(new, old, ref, entropy, advantages, mask, **options):
+        calls.append((mask, options["entropy_mask"], options["entropy_count"], entropy.detach()))
+        return ppo_loss(new, old, ref, entropy, advantages, mask, **options)
+
+    monkeypatch.setattr(trainer_module, "ppo_loss", recorded)
+    logged = trainer.update(turns, advantages, 0)
+    first = torch.tensor([True, False, False])
+    for mask, bonus, count, _ in calls:
+        answers = [bool(row[0]) for row in bonus]
+        assert all(torch.equal(row, first if answer else torch.zeros(3, dtype=torch.bool))
+                   for row, answer in zip(bonus, answers)) and mask.all()
+        assert count == sum(answers)   # one micro-batch per step here: the step's answers
+    assert len({int(bonus.sum()) for _, bonus, _, _ in calls}) > 1   # steps with more answers weigh more
+    chosen = torch.cat([entropy[bonus] for _, bonus, _, entropy in calls])
+    assert logged["entropy"] == pytest.approx(float(chosen.mean()), rel=1e-5)

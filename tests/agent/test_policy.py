@@ -38,16 +38,21 @@ def test_a_free_text_choice_gets_the_entropy_of_its_first_token_among_the_legal_
     prompts = [policy.encode_words(["You hold the King"])[0], policy.encode_words(["Opponent bets . You"])[0]]
     completions = [list(policy.encode_words(["bet , call"])[0]), list(policy.encode_words(["fold ."])[0])]
     legal = policy.first_token_ids(["check", "bet", "bet ,"])
-    assert len(legal) == 2
+    wider = policy.first_token_ids(["fold", "call", "check"])
+    assert len(legal) == 2 and len(wider) == 3
+    prompts.append(prompts[1])
+    completions.append(completions[1])
     plain = policy.completion_logprobs(prompts, completions, temperature=0.7)
     logprobs, entropy, mask = policy.completion_logprobs(prompts, completions, temperature=0.7,
-                                                         choice_ids=[legal, None])
-    with torch.no_grad():
-        logits = policy.model(torch.tensor([list(prompts[0])])).logits[0, -1].float() / 0.7
-    p = torch.softmax(logits[legal], -1)
-    assert entropy[0, 0].item() == pytest.approx(float(-(p * p.log()).sum()), abs=1e-5)
-    assert entropy[0, 0] < plain[1][0, 0]
-    assert torch.equal(entropy[0, 1:], plain[1][0, 1:]) and torch.equal(entropy[1], plain[1][1])
+                                                         choice_ids=[legal, None, wider])
+    for row, ids in ((0, legal), (2, wider)):
+        with torch.no_grad():
+            logits = policy.model(torch.tensor([list(prompts[row])])).logits[0, -1].float() / 0.7
+        p = torch.softmax(logits[ids], -1)
+        assert entropy[row, 0].item() == pytest.approx(float(-(p * p.log()).sum()), abs=1e-5)
+        assert entropy[row, 0] < plain[1][row, 0]
+        assert torch.equal(entropy[row, 1:], plain[1][row, 1:])
+    assert torch.equal(entropy[1], plain[1][1])
     assert torch.equal(logprobs, plain[0]) and torch.equal(mask, plain[2])
 
 

@@ -410,16 +410,30 @@ class Policy:
 def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids: Sequence[list[int] | None],
                          columns: torch.Tensor | None) -> torch.Tensor:
     """``entropy`` with each choice row's first entry replaced by the entropy of its first
-    token's ``scores`` renormalised over its ``choice_ids``."""
+    token's ``scores`` renormalised over its ``choice_ids``.
+
+    Its gradient reshapes the choice only: the plain gradient would also lower the legal
+    tokens' log-sum-exp wherever the choice is uneven (the likelier answer is pushed down by
+    more mass than the rarer one gains), leaking probability to answers that are no legal
+    action at all (a free-text run's invalid answers rose from 11% to 25% in three
+    iterations). So the gradient is shifted by a constant over the legal tokens (which leaves
+    their renormalised distribution's change as it is) until the log-sum-exp's first-order
+    change is zero; the value is unchanged."""
     assert columns is None, "choice_ids are for free-text rows: a batch scored over allowed columns has none"
     chosen = [(row, ids) for row, ids in enumerate(choice_ids) if ids]
     rows = torch.tensor([row for row, _ in chosen], dtype=torch.long, device=scores.device)
     width = max(len(ids) for _, ids in chosen)
     index = torch.tensor([ids + [ids[0]] * (width - len(ids)) for _, ids in chosen], device=scores.device)
     padding = torch.tensor([[j >= len(ids) for j in range(width)] for _, ids in chosen], device=scores.device)
-    log_probs = torch.log_softmax(scores[rows, 0].gather(-1, index).masked_fill(padding, float("-inf")), -1)
+    legal = scores[rows, 0].gather(-1, index)
+    log_probs = torch.log_softmax(legal.masked_fill(padding, float("-inf")), -1)
     probs = log_probs.exp()
-    first = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+    plain = log_probs.masked_fill(probs == 0, 0.0)
+    first = -(probs * plain).sum(-1)
+    with torch.no_grad():   # the p-weighted mean of the entropy's gradient, -sum p_i^2 (log p_i + H)
+        shift = -(probs.square() * (plain + first[:, None])).sum(-1)
+    total = legal.masked_fill(padding, 0.0).sum(-1)
+    first = first - shift * (total - total.detach())
     return entropy.index_put((rows, torch.zeros_like(rows)), first)
 
 

@@ -56,6 +56,33 @@ def test_a_free_text_choice_gets_the_entropy_of_its_first_token_among_the_legal_
     assert torch.equal(logprobs, plain[0]) and torch.equal(mask, plain[2])
 
 
+def test_a_choice_entropy_gradient_reshapes_the_choice_and_keeps_the_legal_mass():
+    """By hand on logits: the choice entropy's value is the renormalised entropy; its gradient
+    is the plain one shifted by one constant over the legal tokens (so the renormalised
+    distribution moves the same), zero elsewhere, and leaves the legal tokens' log-sum-exp
+    unchanged to first order (no mass pushed to answers that are not legal)."""
+    from mage_agent.policy import _with_choice_entropy
+
+    scores = torch.tensor([[[2.0, 0.5, -1.0, 0.3, 1.2], [0.0] * 5], [[0.1, 0.2, 3.0, -2.0, 0.0], [0.0] * 5]],
+                          requires_grad=True)
+    choices = [[0, 1, 4], [2, 3]]
+    entropy = _with_choice_entropy(torch.zeros(2, 2), scores, choices, None)
+    entropy[:, 0].sum().backward()
+    assert scores.grad is not None
+    for row, ids in enumerate(choices):
+        legal = scores[row, 0, ids].detach().requires_grad_(True)
+        q = torch.softmax(legal, -1)
+        plain_entropy = -(q * q.log()).sum()
+        (plain,) = torch.autograd.grad(plain_entropy, legal)
+        assert entropy[row, 0].item() == pytest.approx(plain_entropy.item(), abs=1e-6)
+        shift = scores.grad[row, 0, ids] - plain
+        assert torch.allclose(shift, shift[0].expand_as(shift), atol=1e-6) and abs(float(shift[0])) > 1e-3
+        assert float((q.detach() * scores.grad[row, 0, ids]).sum()) == pytest.approx(0.0, abs=1e-6)
+        others = [j for j in range(5) if j not in ids]
+        assert torch.equal(scores.grad[row, 0, others], torch.zeros(len(others)))
+    assert torch.equal(scores.grad[:, 1], torch.zeros(2, 5))
+
+
 def test_sampling_is_seeded_and_respects_allowed_tokens(tokenizer):
     policy = Policy(build_model(tokenizer), tokenizer)
     sampler = TorchSampler(policy)

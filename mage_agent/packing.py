@@ -210,24 +210,29 @@ def read_starts(rows: Sequence[tuple[int, ...]], first: Sequence[int]) -> list[i
 
 
 def final_hidden(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int],
-                 cache: PrefixCache | None = None) -> torch.Tensor:
+                 cache: PrefixCache | None = None, trunk: TrunkCache | None = None) -> torch.Tensor:
     """Final hidden states of distinct ``rows`` at positions ``first[r]`` to the row's end,
     concatenated in row order: ``(sum of len(rows[r]) - first[r], hidden size)``.
 
     With a ``cache`` (inference only, the weights unchanged since its last :meth:`~PrefixCache.advance`),
     a row that extends a row of the previous step by at least :data:`MIN_SHARED` tokens runs
-    only the rest, after that row's keys and values; this call's rows are kept for the next step."""
+    only the rest, after that row's keys and values; this call's rows are kept for the next step.
+    With a ``trunk`` (:class:`TrunkCache`; not with a ``cache``), rows whose frozen bottom
+    layers' output it holds start above them; otherwise it keeps that output."""
+    if trunk is not None and cache is not None:
+        raise ValueError("a TrunkCache serves scoring, a PrefixCache inference: not both")
     kept = None if cache is None else _Kept(cache.max_bytes)
-    hidden = _forward(lm, rows, first, cache, kept)
+    hidden = _forward(lm, rows, first, cache, kept, trunk)
     if cache is not None and kept is not None:
         cache.keep(kept.table(rows))
     return hidden
 
 
 def _forward(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Sequence[int],
-             cache: PrefixCache | None, kept: _Kept | None) -> torch.Tensor:
+             cache: PrefixCache | None, kept: _Kept | None, trunk: TrunkCache | None = None) -> torch.Tensor:
     """:func:`final_hidden`'s passes, reading ``cache``'s previous step and keeping this
-    call's keys and values in ``kept`` (when given)."""
+    call's keys and values in ``kept`` (when given); starting above ``trunk``'s layers when
+    it holds every row, else keeping their output in it."""
     if (cache is not None or kept is not None) and torch.is_grad_enabled():
         raise ValueError("a PrefixCache serves inference only: run under torch.inference_mode() or torch.no_grad()")
     device = lm.device
@@ -241,26 +246,38 @@ def _forward(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Seque
     slots: list[int] = []           # the output rows they fill, in the same order
     store = _Store()
     projections = [_LayerProjections.of(layer, residual_dtype(lm)) for layer in lm.model.layers]
+    above = trunk is not None and trunk.holds(rows)
+    stream = _TrunkStream(trunk, rows, plan, above) if trunk is not None and trunk.layers else None
     for batch in chunks(plan.prefixes):
         part = [plan.prefixes[i] for i in batch]
-        hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections)
+        inputs = _Inputs.of(part, device)
+        hidden, present = _decoder_pass(lm, inputs, projections,
+                                        trunk=None if stream is None else stream.pass_of(batch, part, inputs))
         store.add(batch, present)
         _collect(part, hidden, starts, read, slots)
         if kept is not None:
             kept.add(part, present, 0)
 
-    def run_after(planned: list[PlannedRow], keys_values: _Store | _Table, pass_of: Callable[[int], Any]) -> None:
+    def run_after(planned: list[PlannedRow], keys_values: _Store | _Table, pass_of: Callable[[int], Any],
+                  numbers: Callable[[int], int] = lambda i: -1) -> None:
         """Run ``planned`` rows after their parents' keys and values in ``keys_values``,
-        in batches whose rows are grouped by the parent's pass (``pass_of(parent)``)."""
+        in batches whose rows are grouped by the parent's pass (``pass_of(parent)``);
+        ``numbers(i)``: the trunk stream's number of row ``i``."""
         for batch in chunks(planned):
-            part = sorted((planned[i] for i in batch), key=lambda r: pass_of(r.parent))
+            order = sorted(batch, key=lambda i: pass_of(planned[i].parent))
+            part = [planned[i] for i in order]
             past = keys_values.gather([r.parent for r in part], [r.offset for r in part], device)
-            hidden, present = _decoder_pass(lm, _Inputs.of(part, device), projections, past, kept is not None)
+            inputs = _Inputs.of(part, device)
+            hidden, present = _decoder_pass(
+                lm, inputs, projections, past, kept is not None,
+                None if stream is None else stream.pass_of([numbers(i) for i in order], part, inputs))
             _collect(part, hidden, starts, read, slots)
             if kept is not None:
                 kept.add(part, present, past.valid.shape[1])
 
-    run_after(plan.continuations, store, store.where.__getitem__)
+    run_after(plan.continuations, store, store.where.__getitem__, lambda i: len(plan.prefixes) + i)
+    if stream is not None:
+        stream.keep()
     if cache is not None:
         for number, table in enumerate(cache.previous):
             run_after([PlannedRow(rows[r][hit[2]:], hit[2], hit[1], first[r] - hit[2], r)
@@ -269,6 +286,121 @@ def _forward(lm: LlamaForCausalLM, rows: Sequence[tuple[int, ...]], first: Seque
     order = torch.empty(len(slots), dtype=torch.long)
     order[torch.tensor(slots, dtype=torch.long)] = torch.arange(len(slots))
     return torch.cat(read).index_select(0, order.to(device))
+
+
+#: Bytes of frozen-layer outputs a :class:`TrunkCache` holds at most (rows beyond are not kept).
+TRUNK_BYTES = 1 << 30
+
+
+class TrunkCache:
+    """The output of a model's frozen bottom ``layers`` (the residual stream entering layer
+    ``layers``) at every position of each distinct input row scored, so that scoring the same
+    rows again (an update's later epochs) starts above them: the values are those of the
+    first scoring, and no gradient reaches frozen layers anyway. :func:`frozen_layers` says
+    how many layers a model has below its first trainable one. It holds at most
+    ``max_bytes``; a call whose rows would not fit keeps none of them.
+
+    Example (the second scoring starts at layer 1 of 2, with the same result):
+        >>> from mage_agent.tiny import TinyConfig, build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["a b c"]), TinyConfig(seed=0)).eval()
+        >>> _ = lm.model.embed_tokens.requires_grad_(False), lm.model.layers[0].requires_grad_(False)
+        >>> trunk, rows = TrunkCache(frozen_layers(lm)), [tuple(range(4, 7)) * 20, tuple(range(4, 7)) * 19]
+        >>> first = final_hidden(lm, rows, [59, 56], trunk=trunk)
+        >>> trunk.layers, trunk.holds(rows), torch.allclose(final_hidden(lm, rows, [59, 56], trunk=trunk), first)
+        (1, True, True)
+    """
+
+    def __init__(self, layers: int, max_bytes: int = TRUNK_BYTES) -> None:
+        self.layers = layers
+        self.max_bytes = max_bytes
+        self.states: dict[tuple[int, ...], torch.Tensor] = {}
+        self.bytes = 0
+
+    def holds(self, rows: Sequence[tuple[int, ...]]) -> bool:
+        """Whether every row's frozen-layer output is kept."""
+        return bool(self.layers) and all(row in self.states for row in rows)
+
+    def add(self, states: dict[tuple[int, ...], torch.Tensor]) -> None:
+        """Keep ``states`` (row -> ``(positions, hidden size)``) if they all fit."""
+        new = {row: value for row, value in states.items() if row not in self.states}
+        size = sum(value.numel() * value.element_size() for value in new.values())
+        if self.bytes + size <= self.max_bytes:
+            self.states.update(new)
+            self.bytes += size
+
+
+def frozen_layers(lm: LlamaForCausalLM) -> int:
+    """How many decoder layers of ``lm`` lie below its first layer with a trainable weight or
+    an adapter (0 when the embedding trains; at most all but the last layer).
+
+    Example:
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> lm = build_model(build_tokenizer(["a b c"]))
+        >>> frozen_layers(lm), frozen_layers(lm.requires_grad_(False))
+        (0, 1)
+    """
+    if any(p.requires_grad for p in lm.model.embed_tokens.parameters()):
+        return 0
+    layers = lm.model.layers
+    for number, layer in enumerate(layers):
+        if any(p.requires_grad for p in layer.parameters()) or any("lora_" in name for name, _ in layer.named_modules()):
+            return number
+    return len(layers) - 1
+
+
+@dataclass
+class _TrunkPass:
+    """What one pass does with a :class:`TrunkCache`: start above its ``layers`` from
+    ``start`` ``(batch, width, hidden size)``, or (``start`` is ``None``) keep the stream
+    entering them in ``captured``."""
+
+    layers: int
+    start: torch.Tensor | None
+    captured: torch.Tensor | None = None
+
+
+class _TrunkStream:
+    """One :func:`final_hidden` call's traffic with a :class:`TrunkCache`: planned rows are
+    numbered prefixes first, then continuations; each is a slice of an input row, whose
+    frozen-layer output is read from the cache (``above``) or kept after the call."""
+
+    def __init__(self, trunk: TrunkCache, rows: Sequence[tuple[int, ...]], plan: Plan, above: bool) -> None:
+        self.trunk, self.rows, self.plan, self.above = trunk, rows, plan, above
+        planned = plan.prefixes + plan.continuations
+        row_of_prefix = {r.parent: r.source for r in plan.continuations}
+        self.row_of = [r.source if r.source >= 0 else row_of_prefix[number] for number, r in enumerate(planned)]
+        self.segments: dict[int, torch.Tensor] = {}
+        self.passes: list[tuple[list[int], list[PlannedRow], _TrunkPass]] = []
+
+    def pass_of(self, numbers: list[int], part: list[PlannedRow], inputs: _Inputs) -> _TrunkPass:
+        """The trunk traffic of a pass over planned rows ``numbers`` (``part``)."""
+        if not self.above:
+            traffic = _TrunkPass(self.trunk.layers, None)
+            self.passes.append((numbers, part, traffic))
+            return traffic
+        width = inputs.ids.shape[1]
+        states = [self.trunk.states[self.rows[self.row_of[n]]][r.offset:r.offset + len(r.tokens)]
+                  for n, r in zip(numbers, part)]
+        start = torch.stack([torch.nn.functional.pad(state, (0, 0, 0, width - len(state))) for state in states])
+        return _TrunkPass(self.trunk.layers, start.to(inputs.ids.device))
+
+    def keep(self) -> None:
+        """After the call: keep each input row's frozen-layer output (its shared prefix's
+        and its own positions', joined)."""
+        if self.above:
+            return
+        for numbers, part, traffic in self.passes:
+            assert traffic.captured is not None
+            for b, (number, row) in enumerate(zip(numbers, part)):
+                self.segments[number] = traffic.captured[b, :len(row.tokens)]
+        states: dict[tuple[int, ...], torch.Tensor] = {}
+        offset = len(self.plan.prefixes)
+        for number, row in enumerate(self.plan.prefixes):
+            if row.source >= 0:
+                states[self.rows[row.source]] = self.segments[number]
+        for number, row in enumerate(self.plan.continuations):
+            states[self.rows[row.source]] = torch.cat([self.segments[row.parent], self.segments[offset + number]])
+        self.trunk.add(states)
 
 
 #: Rows times positions (prompt and new tokens) of keys and values that one :class:`Decoder`
@@ -841,18 +973,26 @@ def _turns(base: Any, hidden: torch.Tensor, positions: torch.Tensor) -> torch.Te
 
 
 def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_LayerProjections],
-                  past: _Past | None = None, with_past: bool = False) -> tuple[torch.Tensor | None, KeyValues]:
+                  past: _Past | None = None, with_past: bool = False,
+                  trunk: _TrunkPass | None = None) -> tuple[torch.Tensor | None, KeyValues]:
     """Run ``inputs`` through the decoder after ``past``; return the final hidden states
     of the real query positions, row by row (``None``: no row is read), and the pass's keys
-    and values (``with_past``: all that its rows read, ``past``'s right-padded, then their own)."""
+    and values (``with_past``: all that its rows read, ``past``'s right-padded, then their own),
+    of the layers it ran: above ``trunk``'s when that gives their output, else all (keeping
+    the stream entering ``trunk``'s in it)."""
     base = lm.model
-    hidden = base.embed_tokens(inputs.ids).to(residual_dtype(lm))
+    bottom = 0 if trunk is None or trunk.start is None else trunk.layers
+    hidden = trunk.start if trunk is not None and trunk.start is not None \
+        else base.embed_tokens(inputs.ids).to(residual_dtype(lm))
     turn = _turns(base, hidden, inputs.positions)
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
     present: KeyValues = []
-    for number, layer in enumerate(base.layers):
+    for number in range(bottom, len(base.layers)):
+        if trunk is not None and trunk.start is None and number == trunk.layers:
+            trunk.captured = hidden.detach()
+        layer = base.layers[number]
         attention = layer.self_attn
         x = _norm(layer.input_layernorm, hidden)
         project = projections[number]
@@ -861,8 +1001,8 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_Laye
         if not with_past:
             present.append((key, value))
         if past is not None:
-            key = torch.cat([past.keys_values[number][0], key], dim=1)
-            value = torch.cat([past.keys_values[number][1], value], dim=1)
+            key = torch.cat([past.keys_values[number - bottom][0], key], dim=1)
+            value = torch.cat([past.keys_values[number - bottom][1], value], dim=1)
         if with_past:
             present.append((key, value))
         if number == len(base.layers) - 1:   # only the query positions are read from here on

@@ -27,14 +27,14 @@ Example:
 from __future__ import annotations
 
 import copy
-from contextlib import nullcontext
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Sequence, TypeVar, Union, cast
+from typing import TYPE_CHECKING, Callable, Iterator, Sequence, TypeVar, Union, cast
 
 import torch
 from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaForCausalLM, PreTrainedModel, PreTrainedTokenizerBase
 
-from .packing import final_hidden, read_starts, supports
+from .packing import TrunkCache, final_hidden, frozen_layers, read_starts, supports
 from .tokens import TextEncoder
 
 if TYPE_CHECKING:
@@ -143,6 +143,7 @@ class Policy:
         if packed_forward and not supports(base_model(self.model).config.model_type):
             raise ValueError(f"packed_forward needs a Llama-family model, not {type(base_model(self.model)).__name__}")
         self._reference = None
+        self._trunk: TrunkCache | None = None
         if not self.has_adapter:
             if reference_model is not None:
                 self._reference = moved(reference_model, self.device).eval().requires_grad_(False)
@@ -365,8 +366,23 @@ class Policy:
                               for u, p, c in zip(source, prompt_ids, completion_ids) for j in range(comp_width)],
                              dtype=torch.long, device=self.device)
         lm = self._llama(model)
-        hidden = final_hidden(lm, unique, first).index_select(0, index)
+        trunk = self._trunk if model is self.model else None
+        hidden = final_hidden(lm, unique, first, trunk=trunk).index_select(0, index)
         return head_logits(lm, hidden.view(len(inputs), comp_width, -1), columns)
+
+    @contextmanager
+    def caching_trunk(self) -> Iterator[None]:
+        """Within, packed scoring keeps the output of the model's frozen bottom layers (below
+        its first adapted or trainable layer: :func:`~mage_agent.packing.frozen_layers`) per
+        distinct input, and starts above them when it scores that input again, as an update's
+        later epochs do (a :class:`~mage_agent.packing.TrunkCache`). Without a packed forward,
+        or with nothing frozen, nothing changes."""
+        layers = frozen_layers(self._llama(self.model)) if self.packed_forward else 0
+        self._trunk = TrunkCache(layers) if layers else None
+        try:
+            yield
+        finally:
+            self._trunk = None
 
     @staticmethod
     def _llama(model: CausalLM) -> LlamaForCausalLM:

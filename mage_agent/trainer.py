@@ -33,6 +33,7 @@ import shutil
 import time
 import warnings
 from collections import defaultdict
+from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -399,37 +400,39 @@ class Trainer:
         if not steps_per_epoch:  # every completion was cut off: nothing to learn from
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
-        if algo.kl_coef > 0 and keep:
-            self._stage("update: the reference model's log-probs")
-        reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
-        entropy_coef = self._entropy_coef(iteration)
-        sums: dict[str, float] = defaultdict(float)
-        steps = 0
-        lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
-        # with 'choices' the entropy bonus counts the choices among legal actions only (_choice_tokens)
-        choices_only = algo.entropy_tokens == "choices"
-        for epoch in range(algo.epochs):
-            buckets = _length_buckets(lengths, size, rng)
-            for step, chosen in enumerate(buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets))):
-                batch = [turns[keep[i]] for i in chosen]
-                # every process's tokens (or completions) of this step: the loss's denominator
-                token_count = world.sum(_count(batch, algo.loss_aggregation))
-                bonus_count = world.sum(_choice_count(batch, algo.loss_aggregation)) if choices_only else token_count
-                self.optimizer.zero_grad(set_to_none=True)
-                if batch:
-                    stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
-                                                      None if reference is None else reference[chosen], token_count,
-                                                      entropy_coef if bonus_count else 0.0,
-                                                      bonus_count if choices_only else None)
-                    for key, value in stats.items():
-                        sums[key] += value
-                    steps += 1
-                self._stage(f"update: epoch {epoch + 1}/{algo.epochs}, step {step + 1}/{steps_per_epoch}")
-                world.sum_gradients(self.policy.trainable_parameters())
-                grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
-                self.optimizer.step()
-                if batch:
-                    sums["grad_norm"] += float(grad_norm)
+        # an update's epochs score the same turns: the frozen bottom layers run once (Policy.caching_trunk)
+        with self.policy.caching_trunk() if algo.epochs > 1 or algo.kl_coef > 0 else nullcontext():
+            if algo.kl_coef > 0 and keep:
+                self._stage("update: the reference model's log-probs")
+            reference = self._reference_logprobs([turns[i] for i in keep]) if algo.kl_coef > 0 and keep else None
+            entropy_coef = self._entropy_coef(iteration)
+            sums: dict[str, float] = defaultdict(float)
+            steps = 0
+            lengths = np.array([len(turns[i].prompt_ids) + len(turns[i].completion_ids) for i in keep])
+            # with 'choices' the entropy bonus counts the choices among legal actions only (_choice_tokens)
+            choices_only = algo.entropy_tokens == "choices"
+            for epoch in range(algo.epochs):
+                buckets = _length_buckets(lengths, size, rng)
+                for step, chosen in enumerate(buckets + [np.array([], dtype=int)] * (steps_per_epoch - len(buckets))):
+                    batch = [turns[keep[i]] for i in chosen]
+                    # every process's tokens (or completions) of this step: the loss's denominator
+                    token_count = world.sum(_count(batch, algo.loss_aggregation))
+                    bonus_count = world.sum(_choice_count(batch, algo.loss_aggregation)) if choices_only else token_count
+                    self.optimizer.zero_grad(set_to_none=True)
+                    if batch:
+                        stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
+                                                          None if reference is None else reference[chosen], token_count,
+                                                          entropy_coef if bonus_count else 0.0,
+                                                          bonus_count if choices_only else None)
+                        for key, value in stats.items():
+                            sums[key] += value
+                        steps += 1
+                    self._stage(f"update: epoch {epoch + 1}/{algo.epochs}, step {step + 1}/{steps_per_epoch}")
+                    world.sum_gradients(self.policy.trainable_parameters())
+                    grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
+                    self.optimizer.step()
+                    if batch:
+                        sums["grad_norm"] += float(grad_norm)
         self.scheduler.step()
         totals = world.gather((dict(sums), steps))
         steps = sum(count for _, count in totals)

@@ -96,6 +96,41 @@ def test_packed_scoring_matches_the_plain_forward(tokenizer, monkeypatch, build,
         assert not torch.allclose(ref_got[0], got[0], atol=1e-4)   # the adapter was off
 
 
+def test_scoring_again_above_the_kept_frozen_layers_gives_the_same_values_and_gradients(tokenizer, monkeypatch):
+    """With the adapters on the top layer of the grouped-query model (3 layers), a trunk cache
+    keeps the bottom two layers' output per input; scoring the rows again, all of them or a
+    few in another plan (other prefixes shared), starts above them and gives the plain
+    forward's log-probs, entropies and gradients, with the adapter on and off."""
+    monkeypatch.setattr(packing, "MIN_SHARED", 4)
+    plain, packed = pair(tokenizer, grouped_query_model(tokenizer), LoraSettings(rank=4, alpha=8, dropout=0.0,
+                                                                                top_layers=1))
+    with torch.no_grad():
+        for policy in (plain, packed):
+            for name, param in policy.model.named_parameters():
+                if "lora_B" in name:
+                    param.fill_(0.05)
+    prompts, completions, allowed = rows(len(tokenizer))
+    few = [0, 2, 5, 8]
+    pick = lambda values: [values[i] for i in few]  # noqa: E731
+    with packed.caching_trunk():
+        trunk = packed._trunk
+        assert trunk is not None and trunk.layers == 2 and not trunk.states
+        first = scored(packed, prompts, completions, allowed)
+        held = len(trunk.states)
+        reference = scored(packed, prompts, completions, allowed, reference=True)
+        again = scored(packed, prompts, completions, allowed)
+        some = scored(packed, pick(prompts), pick(completions), pick(allowed))
+    assert packed._trunk is None and held == len({tuple(p) + tuple(c[:-1]) for p, c in zip(prompts, completions)})
+    for got, want in [(first, scored(plain, prompts, completions, allowed)), (again, first),
+                      (reference, scored(plain, prompts, completions, allowed, reference=True)),
+                      (some, scored(plain, pick(prompts), pick(completions), pick(allowed)))]:
+        assert torch.equal(got[2], want[2])
+        assert torch.allclose(got[0], want[0], atol=1e-5) and torch.allclose(got[1], want[1], atol=1e-5)
+        assert len(got[3]) == len(want[3])
+        for a, b in zip(got[3], want[3]):
+            assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
+
+
 def test_a_plan_covers_each_row_once_and_shares_only_long_prefixes():
     g = torch.Generator().manual_seed(1)
     shared = torch.randint(4, 50, (60,), generator=g).tolist()
@@ -237,6 +272,34 @@ def test_training_with_the_packed_forward_gives_the_same_metrics(tmp_path):
                 assert packed[key] == value, key
             elif key not in ("seconds", "tokens_per_second"):
                 assert packed[key] == pytest.approx(value, abs=1e-5), key
+
+
+def test_an_update_over_kept_frozen_layers_trains_as_one_that_runs_them_every_epoch(tmp_path, monkeypatch):
+    """LoRA on the tiny model's top layer, packed, two epochs: the update keeps the bottom
+    layer's output from the first epoch (it holds every input) and ends with the weights and
+    metrics of an update that runs every layer in every epoch."""
+    from contextlib import nullcontext
+
+    options = {"lora": True, "lora_top_layers": 1, "lora_rank": 4, "lora_alpha": 8, "packed_forward": True,
+               "epochs": 2, "iterations": 1}
+    kept = Trainer(run_config(tmp_path, "kept", **options), progress=False)
+    turns, advantages, _ = kept.credit(kept.collect(0))
+    inputs = {tuple(t.prompt_ids) + tuple(t.completion_ids[:-1]) for t in turns}
+    held = []
+    original = Policy.completion_logprobs
+
+    def recorded(policy, *args, **kwargs):
+        held.append(None if policy._trunk is None else len(policy._trunk.states))
+        return original(policy, *args, **kwargs)
+
+    monkeypatch.setattr(Policy, "completion_logprobs", recorded)
+    metrics = kept.update(turns, advantages, 0)
+    assert held[0] == 0 and held[-1] == len(inputs)   # kept by the first epoch, read by the second
+    plain = Trainer(run_config(tmp_path, "plain", **options), progress=False)
+    monkeypatch.setattr(plain.policy, "caching_trunk", nullcontext)
+    assert plain.update(turns, advantages, 0) == pytest.approx(metrics, abs=1e-6)
+    for (name, a), b in zip(kept.policy.model.named_parameters(), plain.policy.model.parameters()):
+        assert torch.allclose(a, b, atol=1e-6), name
 
 
 def _double_llama():

@@ -13,7 +13,9 @@ this benchmark: float32 weights on one thread, the minibatch in one pass; 4 x 8
 meta-episodes, which fits), ``auto`` (the defaults: bfloat16 frozen weights where the CPU has
 native bfloat16 products, every core, micro-batches sized to memory; 4 x 8), ``auto-16``
 (the defaults at ``mage train``'s 16 x 8) and ``top6-16`` (16 x 8 with the adapters on the
-last 6 of 30 layers: the layers below run without autograd and the backward pass stops there);
+last 6 of 30 layers: the layers below run without autograd and the backward pass stops there,
+and an update's second epoch starts above them, from the first epoch's kept output:
+``top6-16-every-layer`` runs them in every epoch, as before that);
 ``free-text-16`` and ``reflection-16`` (16 x 8 with the SmolLM2 config's adapters, answering in
 free text up to 8 tokens, or with action tokens and the model's own reflections up to 48).
 
@@ -35,6 +37,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
+#: A variant setting (not a config field): ``False`` runs every layer in every epoch of an update.
+TRUNK_CACHE = "trunk_cache"
 #: The benchmarked run: SmolLM2 with LoRA on the Kuhn meta-env, full prompt, action tokens.
 BASE = {"name_or_path": "smollm2-135m", "lora": True, "prompt_style": "full", "eval_meta_episodes": 0,
         "tensorboard": False, "checkpoint_every": 0}
@@ -43,6 +47,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "auto": {"groups_per_iteration": 4},
     "auto-16": {"groups_per_iteration": 16},
     "top6-16": {"groups_per_iteration": 16, "lora_top_layers": 6},
+    # the same, every epoch running all 30 layers (no TrunkCache: the path before it)
+    "top6-16-every-layer": {"groups_per_iteration": 16, "lora_top_layers": 6, TRUNK_CACHE: False},
     # the SmolLM2 benchmark's free-text and reflection variants (examples/smollm2_kuhn.yaml's LoRA)
     "free-text-16": {"groups_per_iteration": 16, "lora_top_layers": 6, "lora_alpha": 128, "action_tokens": False,
                      "max_new_tokens": 8},
@@ -91,10 +97,15 @@ def run_variant(name: str, iterations: int) -> dict[str, Any]:
     from mage_agent.trainer import Trainer
 
     stages = Stages()
+    settings = dict(VARIANTS[name])
+    trunk_cache = settings.pop(TRUNK_CACHE, True)
     with tempfile.TemporaryDirectory() as folder:
-        config = apply_overrides(TrainConfig(), {**BASE, **VARIANTS[name], "iterations": iterations,
-                                                 "output_dir": folder})
+        config = apply_overrides(TrainConfig(), {**BASE, **settings, "iterations": iterations, "output_dir": folder})
         trainer = Trainer(config, progress=False)
+        if not trunk_cache:
+            from contextlib import nullcontext
+
+            trainer.policy.caching_trunk = nullcontext  # type: ignore[method-assign, assignment]
         dtype = str(next(trainer.policy.model.parameters()).dtype).removeprefix("torch.")
         import torch
 

@@ -369,7 +369,6 @@ class _TrunkStream:
         planned = plan.prefixes + plan.continuations
         row_of_prefix = {r.parent: r.source for r in plan.continuations}
         self.row_of = [r.source if r.source >= 0 else row_of_prefix[number] for number, r in enumerate(planned)]
-        self.segments: dict[int, torch.Tensor] = {}
         self.passes: list[tuple[list[int], list[PlannedRow], _TrunkPass]] = []
 
     def pass_of(self, numbers: list[int], part: list[PlannedRow], inputs: _Inputs) -> _TrunkPass:
@@ -386,20 +385,22 @@ class _TrunkStream:
 
     def keep(self) -> None:
         """After the call: keep each input row's frozen-layer output (its shared prefix's
-        and its own positions', joined)."""
+        and its own positions', joined), copied out of the padded passes so that the cache
+        holds the bytes it counts."""
         if self.above:
             return
+        segments: dict[int, torch.Tensor] = {}
         for numbers, part, traffic in self.passes:
             assert traffic.captured is not None
             for b, (number, row) in enumerate(zip(numbers, part)):
-                self.segments[number] = traffic.captured[b, :len(row.tokens)]
+                segments[number] = traffic.captured[b, :len(row.tokens)]
         states: dict[tuple[int, ...], torch.Tensor] = {}
         offset = len(self.plan.prefixes)
         for number, row in enumerate(self.plan.prefixes):
             if row.source >= 0:
-                states[self.rows[row.source]] = self.segments[number]
+                states[self.rows[row.source]] = segments[number].clone()
         for number, row in enumerate(self.plan.continuations):
-            states[self.rows[row.source]] = torch.cat([self.segments[row.parent], self.segments[offset + number]])
+            states[self.rows[row.source]] = torch.cat([segments[row.parent], segments[offset + number]])
         self.trunk.add(states)
 
 
@@ -981,16 +982,16 @@ def _decoder_pass(lm: LlamaForCausalLM, inputs: _Inputs, projections: list[_Laye
     of the layers it ran: above ``trunk``'s when that gives their output, else all (keeping
     the stream entering ``trunk``'s in it)."""
     base = lm.model
-    bottom = 0 if trunk is None or trunk.start is None else trunk.layers
-    hidden = trunk.start if trunk is not None and trunk.start is not None \
-        else base.embed_tokens(inputs.ids).to(residual_dtype(lm))
+    start = None if trunk is None else trunk.start
+    bottom = 0 if trunk is None or start is None else trunk.layers
+    hidden = base.embed_tokens(inputs.ids).to(residual_dtype(lm)) if start is None else start
     turn = _turns(base, hidden, inputs.positions)
     width = inputs.ids.shape[1]
     # without a past, the causal mask alone (pads come last, after every real position)
     mask = None if past is None else _mask(torch.arange(width, device=hidden.device)[None, :], width, past.valid)
     present: KeyValues = []
     for number in range(bottom, len(base.layers)):
-        if trunk is not None and trunk.start is None and number == trunk.layers:
+        if trunk is not None and start is None and number == trunk.layers:
             trunk.captured = hidden.detach()
         layer = base.layers[number]
         attention = layer.self_attn

@@ -63,7 +63,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # 70% of the run, so the final hand keeps trying the answers that tell the styles apart
     "smollm2-fresh-deals": {"repeat_instance": False, "entropy_hold": 0.7, "iterations": 150},
     "smollm2-reflection": {"reflection": True, "max_new_tokens": 48},
-    "smollm2-free-text": {"action_tokens": False, "max_new_tokens": 8},
+    # a KL penalty to the untrained model (the adapter switched off): without it, seed 1's run
+    # broke its language at iteration 16 (docs/training-results.md, "free-text answers")
+    "smollm2-free-text": {"action_tokens": False, "max_new_tokens": 8, "kl_coef": 0.05},
 }
 #: The variant each is compared with, seed by seed.
 PAIRED_WITH = {"smollm2-reflection": "smollm2", "smollm2-free-text": "smollm2"}

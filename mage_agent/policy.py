@@ -315,8 +315,7 @@ class Policy:
             scores = scores.masked_fill(~allowed, float("-inf"))
         log_probs = torch.log_softmax(scores, -1)
         token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
-        probs = log_probs.exp()
-        entropy = -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+        entropy = _entropy(log_probs)
         if choice_ids is not None and any(choice_ids):
             entropy = _with_choice_entropy(entropy, scores, choice_ids, columns)
         return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
@@ -423,6 +422,12 @@ class Policy:
         return [p for p in self.model.parameters() if p.requires_grad]
 
 
+def _entropy(log_probs: torch.Tensor) -> torch.Tensor:
+    """The entropy over the last dimension of a log-softmax (masked entries, -inf, count 0)."""
+    probs = log_probs.exp()
+    return -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
+
+
 def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids: Sequence[list[int] | None],
                          columns: torch.Tensor | None) -> torch.Tensor:
     """``entropy`` with each choice row's first entry replaced by the entropy of its first
@@ -445,7 +450,7 @@ def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids
     log_probs = torch.log_softmax(legal.masked_fill(padding, float("-inf")), -1)
     probs = log_probs.exp()
     plain = log_probs.masked_fill(probs == 0, 0.0)
-    first = -(probs * plain).sum(-1)
+    first = _entropy(log_probs)
     with torch.no_grad():   # the p-weighted mean of the entropy's gradient, -sum p_i^2 (log p_i + H)
         shift = -(probs.square() * (plain + first[:, None])).sum(-1)
     total = legal.masked_fill(padding, 0.0).sum(-1)

@@ -36,7 +36,7 @@ from mage_envs.eval_protocol import (
 from mage_envs.registration import check_env_id, check_env_options, did_you_mean
 
 from .advantage import ESTIMATORS, SCOPES, Estimator, Scope, StdOf
-from .loss import AGGREGATIONS, Aggregation
+from .loss import AGGREGATIONS, KL_ESTIMATORS, Aggregation, KlEstimator
 
 #: How a group's copies meet opponents: one archetype for the group, or one drawn per copy.
 GroupOpponents = Literal["shared", "mixed"]
@@ -64,7 +64,7 @@ LeagueMembers = Literal["snapshots", "best-responses", "both"]
 LEAGUE_MEMBERS: tuple[str, ...] = get_args(LeagueMembers)
 
 __all__ = [
-    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "LEAGUE_MEMBERS", "LEAGUE_SAMPLINGS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
+    "AGGREGATIONS", "DTYPES", "ESTIMATORS", "GROUP_OPPONENTS", "KL_ESTIMATORS", "LEAGUE_MEMBERS", "LEAGUE_SAMPLINGS", "PROMPT_STYLES", "REWARD_MODES", "SCHEDULES", "SCOPES",
     "SEATS", "AlgoConfig", "EnvConfig", "LeagueConfig", "ModelConfig", "RolloutConfig", "RunConfig", "TrainConfig",
     "apply_overrides",
     "choices_of", "did_you_mean", "field_index", "help_of", "load_config",
@@ -195,6 +195,9 @@ class AlgoConfig:
     loss_aggregation: Aggregation = field(default="token", metadata={
         "help": "'token' (mean over the step's tokens) or 'sequence' (per completion first)"})
     kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
+    kl_estimator: KlEstimator = field(default="k3", metadata={
+        "help": "the KL penalty's loss term: 'k3' (exp(d) - d - 1, TRL's GRPO) or 'k2' (d^2 / 2: the on-policy "
+                "gradient of KL(policy || reference), no exp(d) blow-up on tokens the reference likes far more)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "

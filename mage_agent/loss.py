@@ -21,6 +21,12 @@ import torch
 #: (``"token"``, DAPO's token-level loss) or per completion first (``"sequence"``, GRPO's).
 Aggregation = Literal["token", "sequence"]
 AGGREGATIONS: tuple[str, ...] = get_args(Aggregation)
+#: How the KL penalty's loss term is formed from the sampled tokens' log-ratio ``d = ref - new``:
+#: ``k3`` is Schulman's low-variance estimate ``exp(d) - d - 1`` (TRL's GRPO); ``k2`` is
+#: ``d² / 2``, whose gradient ``-d ∇new`` is the on-policy gradient of KL(policy ‖ reference)
+#: and grows with ``|d|``, where k3's, ``(1 - exp(d)) ∇new``, grows with ``exp(d)``.
+KlEstimator = Literal["k3", "k2"]
+KL_ESTIMATORS: tuple[str, ...] = get_args(KlEstimator)
 
 
 @dataclass
@@ -78,11 +84,12 @@ def ppo_loss(
     aggregation: Aggregation = "token",
     entropy_mask: torch.Tensor | None = None,
     entropy_count: float | None = None,
+    kl_estimator: KlEstimator = "k3",
 ) -> LossStats:
     """PPO-clip over tokens: ``-min(r A, clip(r, 1 - clip, 1 + clip_high) A)`` (DAPO's
     decoupled clip; ``clip_high=None`` is ``clip``), plus ``kl_coef`` times the low-variance
-    KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3), minus ``entropy_coef``
-    times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are ``(batch, tokens)``;
+    KL estimate ``exp(ref - new) - (ref - new) - 1`` (Schulman's k3; ``kl_estimator="k2"``:
+    ``(ref - new)² / 2``, see :data:`KlEstimator`), minus ``entropy_coef`` times the entropy. ``new``/``old``/``ref``/``entropy``/``mask`` are ``(batch, tokens)``;
     ``advantages`` is ``(batch,)``, one per completion. The entropy bonus counts the tokens of
     ``entropy_mask`` (default ``mask``), averaged over ``entropy_count`` (default ``token_count``);
     the ``entropy`` diagnostic is the mean over ``entropy_mask``'s tokens.
@@ -109,8 +116,9 @@ def ppo_loss(
     kl_value = torch.zeros(())
     if ref is not None and kl_coef > 0:
         delta = ref - new
-        kl_tokens = torch.exp(delta) - delta - 1.0
-        loss = loss + kl_coef * aggregate(kl_tokens, mask, aggregation, token_count)
+        kl_tokens = torch.exp(delta) - delta - 1.0   # the logged value: k3, unbiased for either loss
+        penalty = kl_tokens if kl_estimator == "k3" else 0.5 * delta.square()
+        loss = loss + kl_coef * aggregate(penalty, mask, aggregation, token_count)
         kl_value = masked_mean(kl_tokens, mask)
     bonus_mask, bonus_count = (mask, token_count) if entropy_mask is None else (entropy_mask, entropy_count)
     if entropy_coef:

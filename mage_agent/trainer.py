@@ -469,8 +469,8 @@ class Trainer:
                 torch.arange(mask.shape[1], device=mask.device)[None, :]
                 < torch.tensor([_choice_tokens(t) for t in part], device=mask.device)[:, None])
             part_stats = ppo_loss(new, old, ref, entropy, part_advantages, mask, clip=algo.clip,
-                                  kl_coef=algo.kl_coef, entropy_coef=entropy_coef, token_count=token_count,
-                                  clip_high=algo.clip_high, aggregation=algo.loss_aggregation,
+                                  kl_coef=algo.kl_coef, kl_estimator=algo.kl_estimator, entropy_coef=entropy_coef,
+                                  token_count=token_count, clip_high=algo.clip_high, aggregation=algo.loss_aggregation,
                                   entropy_mask=choices, entropy_count=bonus_count)
             part_stats.loss.backward()
             weight = sum(len(t.completion_ids) for t in part) / own_tokens

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from mage_agent.loss import aggregate, ppo_loss
+from mage_agent.loss import KL_ESTIMATORS, aggregate, ppo_loss
 from mage_agent.trainer import Trainer
 
 from .test_trainer import parameters, run_config
@@ -31,6 +31,22 @@ def test_decoupled_clip_by_hand(ratio, advantage, clip_high, expected, clipped):
     stats = surrogate(ratio, advantage, clip=0.2, clip_high=clip_high)
     assert stats.loss.item() == pytest.approx(expected)
     assert stats.clip_fraction == float(clipped)
+
+
+@pytest.mark.parametrize("estimator, penalty, slope", [
+    # d = ref - new = log 8: k3 = 8 - d - 1, its gradient along new 1 - 8; k2 = d^2 / 2, gradient -d
+    ("k3", 7 - math.log(8), 1 - 8),
+    ("k2", math.log(8) ** 2 / 2, -math.log(8)),
+])
+def test_the_kl_penalty_by_estimator_by_hand(estimator, penalty, slope):
+    new = torch.zeros(1, 1, requires_grad=True)
+    ref = torch.full((1, 1), math.log(8))
+    stats = ppo_loss(new, new.detach(), ref, torch.zeros(1, 1), torch.tensor([0.0]), ONE, kl_coef=0.5,
+                     kl_estimator=estimator)
+    stats.loss.backward()
+    assert stats.loss.item() == pytest.approx(0.5 * penalty)
+    assert new.grad.item() == pytest.approx(0.5 * slope)
+    assert stats.kl == pytest.approx(7 - math.log(8))   # the logged value is k3's either way
 
 
 def test_token_and_sequence_aggregation_by_hand():
@@ -130,6 +146,7 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     ({"entropy_hold": 1.0}, "entropy_hold"),
     ({"entropy_hold": -0.1}, "entropy_hold"),
     ({"entropy_tokens": "answers"}, "entropy_tokens"),
+    ({"kl_estimator": "k1"}, "kl_estimator"),
     ({"std_of": "rewards"}, "std_of"),
     ({"reward_weights": {"aggressive": 0.0}}, "reward_weights must be positive"),
 ])
@@ -249,3 +266,14 @@ def test_a_free_text_answer_gets_the_bonus_on_its_first_token_and_a_reflection_n
     assert len({int(bonus.sum()) for _, bonus, _, _ in calls}) > 1   # steps with more answers weigh more
     chosen = torch.cat([entropy[bonus] for _, bonus, _, entropy in calls])
     assert logged["entropy"] == pytest.approx(float(chosen.mean()), rel=1e-5)
+
+
+def test_the_kl_estimator_reaches_the_update(tmp_path):
+    """The same seeded iteration with each estimator: the first step starts at the reference
+    (both penalties' gradients are 0), later steps differ."""
+    extra = {"iterations": 1, "kl_coef": 1.0, "epochs": 2}
+    runs = {name: Trainer(run_config(tmp_path, name, kl_estimator=name, **extra), progress=False) for name in KL_ESTIMATORS}
+    metrics = {name: trainer.train()[-1] for name, trainer in runs.items()}
+    weights = {name: parameters(trainer) for name, trainer in runs.items()}
+    assert metrics["k3"]["return_ep1"] == metrics["k2"]["return_ep1"]   # the same rollouts
+    assert any(not torch.equal(weights["k3"][n], weights["k2"][n]) for n in weights["k3"])

@@ -78,6 +78,8 @@ class Turn:
     allowed_ids: list[int] | None
     #: a free-text answer's legal first tokens (:func:`~mage_agent.agents.choice_token_ids`)
     choice_ids: list[int] | None = None
+    #: an invalid acting answer's reason (:data:`~mage_envs.core.checker.INVALID_REASONS`) and text
+    rejected: tuple[str, str] | None = None
 
 
 @dataclass
@@ -103,6 +105,17 @@ class RolloutBatch:
         self.episode_successes += other.episode_successes
         self.opponents += other.opponents
         self.generated_tokens += other.generated_tokens
+
+
+def rejection_reason(report: Any) -> str:
+    """The reason an env gave for an invalid answer (``info["invalid_action"]``): MAGE envs
+    name one of :data:`~mage_envs.core.checker.INVALID_REASONS`; another env's report may not.
+
+    Example:
+        >>> rejection_reason({"reason": "illegal_action", "text": "raise"}), rejection_reason(True)
+        ('illegal_action', 'invalid')
+    """
+    return str(report.get("reason", "invalid")) if isinstance(report, Mapping) else "invalid"
 
 
 def anchor_of(observation: str, info: Mapping[str, Any] | None = None) -> str:
@@ -192,15 +205,17 @@ class RolloutRunner:
                     info = infos[i]
                     obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
                     batch.generated_tokens += len(generation.completion_ids)
+                    report = next_info.get("invalid_action") if info.get("phase", "act") == "act" else None
                     batch.turns.append(Turn(
                         traj=i, group=i // group_size, opponent=batch.opponents[i],
                         episode=int(info.get("episode_index", 0)), phase=info.get("phase", "act"),
                         prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
                         logprobs=generation.logprobs, reward=float(reward),
-                        invalid=next_info.get("invalid_action") is not None and info.get("phase", "act") == "act",
+                        invalid=report is not None,
                         truncated=generation.truncated, anchor=anchor_of(observations[i], info),
                         allowed_ids=generation.allowed_ids,
                         choice_ids=None if generation.allowed_ids is not None else choice_token_ids(policy, info),
+                        rejected=None if report is None else (rejection_reason(report), generation.text),
                     ))
                     observations[i], infos[i] = obs, next_info
                     if terminated or truncated:

@@ -32,7 +32,7 @@ import math
 import shutil
 import time
 import warnings
-from collections import defaultdict
+from collections import Counter, defaultdict
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
@@ -65,7 +65,10 @@ _ENTROPY_TOKENS = "entropy_tokens"
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
 #: ``transcript*.jsonl``).
-RUN_FILES = ("metrics.jsonl", "checkpoints", "tensorboard", "base_model", "config.json", "training.png", "league.json")
+RUN_FILES = ("metrics.jsonl", "invalid_answers.jsonl", "checkpoints", "tensorboard", "base_model", "config.json",
+             "training.png", "league.json")
+#: The invalid answers an iteration keeps verbatim in ``invalid_answers.jsonl`` (the first ones collected).
+REJECTED_KEPT = 8
 
 
 def earlier_run(output: Path) -> list[Path]:
@@ -178,6 +181,7 @@ class Trainer:
         checkpoint_extras: dict[str, Any] = {}
         if checkpoint is None and self.world.is_main:  # a resumed run that never saved starts over
             (self.output / "metrics.jsonl").unlink(missing_ok=True)
+            (self.output / "invalid_answers.jsonl").unlink(missing_ok=True)
         if self.world.is_main:  # the embedded model is built once, by one process
             base_model_path(config, self.output)
         self.world.barrier()
@@ -217,6 +221,7 @@ class Trainer:
             if self.world.is_main:  # a killed run may have logged iterations after its last checkpoint
                 lines = "".join(json.dumps(m) + "\n" for m in self.history)
                 (self.output / "metrics.jsonl").write_text(lines)
+                self._drop_rejected_after(state.iteration)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
         self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
         self.league = self._league(checkpoint_extras)
@@ -300,6 +305,7 @@ class Trainer:
             if self.league is not None:
                 metrics.update(self._league_step(iteration, batch))
             self.log(metrics, bar)
+            self.keep_rejected(iteration + 1, batch)
             if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
                 self.save(iteration + 1)
         final_save = not run.checkpoint_every or run.iterations % run.checkpoint_every
@@ -514,6 +520,7 @@ class Trainer:
         shards = self.world.gather({
             "returns": batch.episode_returns, "successes": batch.episode_successes, "opponents": batch.opponents,
             "invalid": sum(t.invalid for t in act_turns), "act_turns": len(act_turns),
+            "reasons": Counter(t.rejected[0] for t in act_turns if t.rejected is not None),
             "reflection_tokens": sum(len(t.completion_ids) for t in reflect_turns), "reflections": len(reflect_turns),
             "tokens": batch.generated_tokens,
         })
@@ -528,7 +535,10 @@ class Trainer:
         for opponent in sorted(set(opponents)):
             rows = [k for k, o in enumerate(opponents) if o == opponent]
             metrics[f"final_return/{opponent}"] = float(returns[rows, -1].mean())
-        metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / max(sum(s["act_turns"] for s in shards), 1)
+        acting = max(sum(s["act_turns"] for s in shards), 1)
+        metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / acting
+        reasons: Counter[str] = sum((s["reasons"] for s in shards), Counter())
+        metrics.update({f"invalid/{reason}": count / acting for reason, count in sorted(reasons.items())})
         reflections = sum(s["reflections"] for s in shards)
         if reflections:   # the model writes its own reflections: their mean length in tokens
             metrics["reflection_tokens"] = sum(s["reflection_tokens"] for s in shards) / reflections
@@ -552,6 +562,24 @@ class Trainer:
             f"R1 {metrics['return_ep1']:+.3f} R{n} {metrics[f'return_ep{n}']:+.3f} "
             f"H {metrics.get('entropy', float('nan')):.3f} kl {metrics.get('approx_kl', float('nan')):.4f}"
         )
+
+    def keep_rejected(self, iteration: int, batch: RolloutBatch) -> None:
+        """Append the iteration's first invalid answers (reason and text, every process's) to
+        ``invalid_answers.jsonl``: what the format's failures look like, without a probe."""
+        kept = [t.rejected for t in batch.turns if t.rejected is not None][:REJECTED_KEPT]
+        answers = [answer for shard in self.world.gather(kept) for answer in shard][:REJECTED_KEPT]
+        if answers and self.world.is_main:
+            with open(self.output / "invalid_answers.jsonl", "a") as handle:
+                rows = [{"reason": reason, "text": text} for reason, text in answers]
+                handle.write(json.dumps({"iteration": iteration, "answers": rows}) + "\n")
+
+    def _drop_rejected_after(self, iteration: int) -> None:
+        """Keep the invalid answers of the iterations up to ``iteration`` (a resumed run's checkpoint)."""
+        path = self.output / "invalid_answers.jsonl"
+        if path.exists():
+            lines = [line for line in path.read_text().splitlines(keepends=True)
+                     if json.loads(line)["iteration"] <= iteration]
+            path.write_text("".join(lines))
 
     def save(self, iteration: int) -> Path:
         return save_checkpoint(

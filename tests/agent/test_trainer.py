@@ -221,3 +221,23 @@ def test_the_progress_bar_says_what_an_iteration_is_doing(tmp_path, capsys):
     assert turns[0] == 1 and turns == sorted(turns) and turns[-1] >= 3   # three hands: three turns at least
     assert "mage train [update: the reference model's log-probs]" in shown
     assert "update: epoch 2/2, step 1/" in shown
+
+
+def test_invalid_answers_are_counted_by_reason_and_kept_verbatim(tmp_path, train_until_killed):
+    """Free-text answers of the untrained tiny model: ``invalid/<reason>`` rates add up to
+    ``invalid_rate``, each iteration keeps its first invalid answers in ``invalid_answers.jsonl``,
+    and a resumed run drops the lines of iterations after its checkpoint."""
+    from mage_envs.core.checker import INVALID_REASONS
+
+    config = run_config(tmp_path, "free", action_tokens=False, max_new_tokens=4)
+    train_until_killed(Trainer(config, progress=False), "update", 3)   # iteration 4's collection, killed
+    kept = [json.loads(line) for line in (tmp_path / "free" / "invalid_answers.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in kept] == [1, 2, 3]
+    history = Trainer(config, resume=True, progress=False).train()
+    kept = [json.loads(line) for line in (tmp_path / "free" / "invalid_answers.jsonl").read_text().splitlines()]
+    assert [row["iteration"] for row in kept] == [1, 2, 3, 4]
+    for metrics, row in zip(history, kept):
+        reasons = {key.split("/", 1)[1]: value for key, value in metrics.items() if key.startswith("invalid/")}
+        assert metrics["invalid_rate"] > 0 and sum(reasons.values()) == pytest.approx(metrics["invalid_rate"])
+        assert 0 < len(row["answers"]) <= 8 and set(reasons) <= set(INVALID_REASONS)
+        assert {a["reason"] for a in row["answers"]} <= set(reasons) and all(a["text"] for a in row["answers"])

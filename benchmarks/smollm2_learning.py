@@ -219,7 +219,8 @@ def keep_adapter(checkpoint: Path, target: Path) -> None:
 def park(folder: Path, target: Path) -> None:
     """Copy what the stopped run in ``folder`` needs to resume on another machine to
     ``target``: its newest checkpoint with the optimizer state (without the tokenizer) and
-    the untrained model's evaluation with its transcript (finished or not)."""
+    the untrained model's evaluation with its transcript (finished or not) and the invalid
+    answers kept so far (the trainer trims them to the checkpoint on resuming)."""
     from mage_agent.checkpoint import latest_checkpoint
 
     checkpoint = latest_checkpoint(folder / "checkpoints")
@@ -229,7 +230,7 @@ def park(folder: Path, target: Path) -> None:
         shutil.rmtree(target)
     shutil.copytree(checkpoint, target / "checkpoints" / checkpoint.name, ignore=TOKENIZER_FILES)
     (target / "checkpoints" / "latest").write_text(checkpoint.name)
-    for name in ("bench_untrained.json", "bench_untrained.transcript.jsonl"):
+    for name in ("bench_untrained.json", "bench_untrained.transcript.jsonl", "invalid_answers.jsonl"):
         if (folder / name).exists():
             shutil.copy2(folder / name, target / name)
 

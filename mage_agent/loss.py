@@ -106,6 +106,8 @@ def ppo_loss(
         ...                 clip_high=high).loss.item(), 4) for high in (None, 0.28)]
         [-1.2, -1.28]
     """
+    if kl_estimator not in KL_ESTIMATORS:
+        raise ValueError(f"kl_estimator must be one of {KL_ESTIMATORS}, got {kl_estimator!r}")
     high = clip if clip_high is None else clip_high
     ratio = torch.exp(new - old)
     adv = advantages[:, None].to(new.dtype)

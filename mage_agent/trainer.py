@@ -41,6 +41,7 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from mage_envs.core.checker import INVALID_REASONS
 from mage_envs.opponents import Opponent
 from mage_envs.registration import game_of
 
@@ -69,6 +70,14 @@ RUN_FILES = ("metrics.jsonl", "invalid_answers.jsonl", "checkpoints", "tensorboa
              "training.png", "league.json")
 #: The invalid answers an iteration keeps verbatim in ``invalid_answers.jsonl`` (the first ones collected).
 REJECTED_KEPT = 8
+
+
+def _logged_iteration(line: str) -> float:
+    """The iteration of a log line; a torn or blank line (a kill mid-write) counts as after any."""
+    try:
+        return float(json.loads(line)["iteration"])
+    except (ValueError, KeyError, TypeError):
+        return math.inf
 
 
 def earlier_run(output: Path) -> list[Path]:
@@ -538,7 +547,8 @@ class Trainer:
         acting = max(sum(s["act_turns"] for s in shards), 1)
         metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / acting
         reasons: Counter[str] = sum((s["reasons"] for s in shards), Counter())
-        metrics.update({f"invalid/{reason}": count / acting for reason, count in sorted(reasons.items())})
+        for reason in sorted({*INVALID_REASONS, *reasons}):   # every MAGE reason, 0 included: unbroken curves
+            metrics[f"invalid/{reason}"] = reasons[reason] / acting
         reflections = sum(s["reflections"] for s in shards)
         if reflections:   # the model writes its own reflections: their mean length in tokens
             metrics["reflection_tokens"] = sum(s["reflection_tokens"] for s in shards) / reflections
@@ -564,8 +574,9 @@ class Trainer:
         )
 
     def keep_rejected(self, iteration: int, batch: RolloutBatch) -> None:
-        """Append the iteration's first invalid answers (reason and text, every process's) to
-        ``invalid_answers.jsonl``: what the format's failures look like, without a probe."""
+        """Append the iteration's first invalid answers (reason and text; in rank order, each
+        process's first ones) to ``invalid_answers.jsonl``: what the format's failures look like,
+        without a probe."""
         kept = [t.rejected for t in batch.turns if t.rejected is not None][:REJECTED_KEPT]
         answers = [answer for shard in self.world.gather(kept) for answer in shard][:REJECTED_KEPT]
         if answers and self.world.is_main:
@@ -577,9 +588,8 @@ class Trainer:
         """Keep the invalid answers of the iterations up to ``iteration`` (a resumed run's checkpoint)."""
         path = self.output / "invalid_answers.jsonl"
         if path.exists():
-            lines = [line for line in path.read_text().splitlines(keepends=True)
-                     if json.loads(line)["iteration"] <= iteration]
-            path.write_text("".join(lines))
+            path.write_text("".join(line for line in path.read_text().splitlines(keepends=True)
+                                    if _logged_iteration(line) <= iteration))
 
     def save(self, iteration: int) -> Path:
         return save_checkpoint(

@@ -49,6 +49,12 @@ def test_the_kl_penalty_by_estimator_by_hand(estimator, penalty, slope):
     assert stats.kl == pytest.approx(7 - math.log(8))   # the logged value is k3's either way
 
 
+def test_an_unknown_kl_estimator_is_refused():
+    with pytest.raises(ValueError, match="kl_estimator"):
+        ppo_loss(torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1, 1), torch.zeros(1), ONE,
+                 kl_coef=0.1, kl_estimator="k1")
+
+
 def test_token_and_sequence_aggregation_by_hand():
     # completion 0: one token, surrogate 3; completion 1: three tokens, surrogate 1 each
     values = torch.tensor([[3.0, 9.0, 9.0], [1.0, 1.0, 1.0]])

@@ -15,6 +15,7 @@ from mage_agent.config import (
     DTYPES,
     ESTIMATORS,
     GROUP_OPPONENTS,
+    KL_ESTIMATORS,
     REWARD_MODES,
     SCOPES,
     SEATS,
@@ -55,6 +56,7 @@ def test_enum_like_fields_are_literal_and_their_choices_come_from_the_type():
     assert SCOPES == typing.get_args(advantage.Scope) == ("per-archetype", "global", "group")
     assert ESTIMATORS == typing.get_args(advantage.Estimator) == ("grpo", "gigpo")
     assert AGGREGATIONS == typing.get_args(loss.Aggregation) == ("token", "sequence")
+    assert KL_ESTIMATORS == typing.get_args(loss.KlEstimator) == ("k3", "k2")
     assert GROUP_OPPONENTS == ("shared", "mixed") and DTYPES == ("auto", "float32", "bfloat16", "float16")
     assert REWARD_MODES == ("differential", "final", "cumulative") and SEATS == ("random", "0", "1")
     assert choices_of(AlgoConfig, "scope") == SCOPES and choices_of(AlgoConfig, "epochs") is None
@@ -62,7 +64,7 @@ def test_enum_like_fields_are_literal_and_their_choices_come_from_the_type():
     literal = {name for name, action in actions.items() if action.choices}
     assert literal == {"dtype", "reward_mode", "prompt_style", "seat", "group_opponents", "estimator", "scope",
                        "loss_aggregation", "schedule", "entropy_schedule", "entropy_tokens", "std_of", "league_sampling",
-                       "league_members"}
+                       "league_members", "kl_estimator"}
     config = TrainConfig()
     for name in literal:
         section = field_index(config)[name][0]

@@ -72,7 +72,6 @@ class Turn:
     completion_ids: list[int]
     logprobs: list[float]
     reward: float
-    invalid: bool
     truncated: bool
     anchor: str
     allowed_ids: list[int] | None
@@ -80,6 +79,11 @@ class Turn:
     choice_ids: list[int] | None = None
     #: an invalid acting answer's reason (:data:`~mage_envs.core.checker.INVALID_REASONS`) and text
     rejected: tuple[str, str] | None = None
+
+    @property
+    def invalid(self) -> bool:
+        """Whether the env refused this acting answer."""
+        return self.rejected is not None
 
 
 @dataclass
@@ -107,15 +111,20 @@ class RolloutBatch:
         self.generated_tokens += other.generated_tokens
 
 
-def rejection_reason(report: Any) -> str:
-    """The reason an env gave for an invalid answer (``info["invalid_action"]``): MAGE envs
-    name one of :data:`~mage_envs.core.checker.INVALID_REASONS`; another env's report may not.
+def rejection(report: Any, text: str) -> tuple[str, str] | None:
+    """An acting answer's :attr:`Turn.rejected` from the env's ``info["invalid_action"]``
+    (``None``: the answer was valid): MAGE envs name one of
+    :data:`~mage_envs.core.checker.INVALID_REASONS`; another env's report may not.
 
     Example:
-        >>> rejection_reason({"reason": "illegal_action", "text": "raise"}), rejection_reason(True)
-        ('illegal_action', 'invalid')
+        >>> rejection({"reason": "illegal_action", "text": "raise"}, "raise"), rejection(True, "?")
+        (('illegal_action', 'raise'), ('invalid', '?'))
+        >>> rejection(None, "<action>bet</action>") is None
+        True
     """
-    return str(report.get("reason", "invalid")) if isinstance(report, Mapping) else "invalid"
+    if report is None:
+        return None
+    return str(report.get("reason", "invalid")) if isinstance(report, Mapping) else "invalid", text
 
 
 def anchor_of(observation: str, info: Mapping[str, Any] | None = None) -> str:
@@ -205,17 +214,16 @@ class RolloutRunner:
                     info = infos[i]
                     obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
                     batch.generated_tokens += len(generation.completion_ids)
-                    report = next_info.get("invalid_action") if info.get("phase", "act") == "act" else None
                     batch.turns.append(Turn(
                         traj=i, group=i // group_size, opponent=batch.opponents[i],
                         episode=int(info.get("episode_index", 0)), phase=info.get("phase", "act"),
                         prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
                         logprobs=generation.logprobs, reward=float(reward),
-                        invalid=report is not None,
                         truncated=generation.truncated, anchor=anchor_of(observations[i], info),
                         allowed_ids=generation.allowed_ids,
                         choice_ids=None if generation.allowed_ids is not None else choice_token_ids(policy, info),
-                        rejected=None if report is None else (rejection_reason(report), generation.text),
+                        rejected=rejection(next_info.get("invalid_action"), generation.text)
+                        if info.get("phase", "act") == "act" else None,
                     ))
                     observations[i], infos[i] = obs, next_info
                     if terminated or truncated:

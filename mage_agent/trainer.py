@@ -145,8 +145,8 @@ def _choice_tokens(turn: Turn) -> int:
     entropy renormalised over them), none of a reflection.
 
     Example:
-        >>> free = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, False, "", None, [5, 6])
-        >>> one_way = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, False, "", None, [5])
+        >>> free = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, "", None, [5, 6])
+        >>> one_way = Turn(0, 0, "a", 0, "act", [7], [5, 9, 2], [0.0] * 3, 0.0, False, "", None, [5])
         >>> _choice_tokens(free), _choice_tokens(one_way)
         (1, 0)
     """
@@ -528,8 +528,7 @@ class Trainer:
         reflect_turns = [t for t in batch.turns if t.phase == "reflect"]
         shards = self.world.gather({
             "returns": batch.episode_returns, "successes": batch.episode_successes, "opponents": batch.opponents,
-            "invalid": sum(t.invalid for t in act_turns), "act_turns": len(act_turns),
-            "reasons": Counter(t.rejected[0] for t in act_turns if t.rejected is not None),
+            "reasons": Counter(t.rejected[0] for t in act_turns if t.rejected is not None), "act_turns": len(act_turns),
             "reflection_tokens": sum(len(t.completion_ids) for t in reflect_turns), "reflections": len(reflect_turns),
             "tokens": batch.generated_tokens,
         })
@@ -545,8 +544,8 @@ class Trainer:
             rows = [k for k, o in enumerate(opponents) if o == opponent]
             metrics[f"final_return/{opponent}"] = float(returns[rows, -1].mean())
         acting = max(sum(s["act_turns"] for s in shards), 1)
-        metrics["invalid_rate"] = sum(s["invalid"] for s in shards) / acting
         reasons: Counter[str] = sum((s["reasons"] for s in shards), Counter())
+        metrics["invalid_rate"] = reasons.total() / acting
         for reason in sorted({*INVALID_REASONS, *reasons}):   # every MAGE reason, 0 included: unbroken curves
             metrics[f"invalid/{reason}"] = reasons[reason] / acting
         reflections = sum(s["reflections"] for s in shards)
@@ -652,7 +651,7 @@ def _informative_groups(turns: list[Turn], advantages: np.ndarray) -> list[int]:
 
     Example:
         >>> from mage_agent.rollout import Turn
-        >>> turn = lambda g: Turn(0, g, "a", 0, "act", [], [1], [0.0], 0.0, False, False, "", None)
+        >>> turn = lambda g: Turn(0, g, "a", 0, "act", [], [1], [0.0], 0.0, False, "", None)
         >>> _informative_groups([turn(0), turn(0), turn(1), turn(2)], np.array([0.0, 0.0, 0.5, -1.0]))
         [1, 2]
     """

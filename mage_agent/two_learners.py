@@ -45,7 +45,7 @@ from .agents import action_token_ids
 from .build import sampling_of
 from .config import TrainConfig, apply_overrides
 from .exploitability import SCORE_BATCH, policy_scorer
-from .rollout import RolloutBatch, Turn, anchor_of
+from .rollout import RolloutBatch, Turn, anchor_of, rejection
 from .sampling import Sampling, TorchSampler
 from .trainer import Trainer
 
@@ -132,8 +132,8 @@ class TwoLearnerRunner:
             turn = Turn(traj=i, group=i // group_size, opponent=batch.opponents[i], episode=int(info["episode_index"]),
                         phase="act", prompt_ids=generation.prompt_ids, completion_ids=generation.completion_ids,
                         logprobs=generation.logprobs, reward=0.0,
-                        invalid=env.infos[agent]["invalid_action"] is not None,
-                        truncated=generation.truncated, anchor=anchor_of(prompt), allowed_ids=generation.allowed_ids)
+                        truncated=generation.truncated, anchor=anchor_of(prompt), allowed_ids=generation.allowed_ids,
+                        rejected=rejection(env.infos[agent]["invalid_action"], generation.text))
             batch.turns.append(turn)
             batch.generated_tokens += len(generation.completion_ids)
             last[agent, i] = turn

@@ -190,7 +190,7 @@ def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
         completion = torch.randint(4, vocab, (1 + row % 4,), generator=g).tolist()
         turns.append(Turn(traj=row, group=0, opponent="x", episode=0, phase="act", prompt_ids=prompt,
                           completion_ids=completion, logprobs=[-5.0 + 0.3 * k for k in range(len(completion))],
-                          reward=0.0, invalid=False, truncated=False, anchor="", allowed_ids=None))
+                          reward=0.0, truncated=False, anchor="", allowed_ids=None))
     advantages = torch.linspace(-1.0, 1.5, len(turns)).numpy()
     reference = trainer._reference_logprobs(turns)
     with torch.no_grad():  # move the policy away from the reference: a non-zero KL term

@@ -337,10 +337,13 @@ def main() -> None:
         overrides["eval_meta_episodes"] = args.eval_meta_episodes
     if args.threads is not None:
         overrides["threads"] = args.threads
+    base = load_config(args.config) if args.config else TrainConfig()
+    if not base.env.population:   # the oracle's styles (a game's default population may hold more)
+        overrides["population"] = dict.fromkeys(TRAINING, 1.0)
     for setting in args.set:
         name, _, value = setting.partition("=")
         overrides[name] = json.loads(value)
-    config = apply_overrides(load_config(args.config) if args.config else TrainConfig(), overrides)
+    config = apply_overrides(base, overrides)
     single_agent = not population_of(config)   # a task: its expert is the oracle
     policy = build_policy(config, out)
     torch.set_num_threads(threads_for(config.run.threads, policy.model))

@@ -6,7 +6,7 @@ default was chosen on them), read, never written, from ``--default-dir``, and th
 * ``default``     — ``iterations-600-other-seeds``: the defaults at 600 iterations;
 * ``default-900`` — ``mage-other-seeds``: the defaults (900 iterations);
 * ``random-style`` — ``random-style-other-seeds``: the defaults (900 iterations) with
-  ``random-style`` in the population (``examples/random_style.yaml``);
+  ``random-style`` in the population (today's default population);
 * ``league``      — the defaults at 600 iterations with ``--league true --league-sampling pfsp``
   (a snapshot every 100 iterations, 4 kept), trained here into ``--output-dir`` and paired
   with ``default`` by seed.

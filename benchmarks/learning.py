@@ -1,9 +1,11 @@
 """The MAGE recipe against its ablations at equal budget, over seeds, paired by seed.
 
-Each variant is a set of `mage train` overrides on the default CPU configuration:
+Each variant is a set of `mage train` overrides on the default CPU configuration, against the
+three training styles (``conservative``, ``aggressive``, ``intermediate``: the default population
+until ``random-style`` joined it) unless it sets its own population:
 
 * ``mage``            — the defaults: differential reward, population, per-archetype groups,
-  900 iterations;
+  900 iterations (the three styles; today's default is ``random-style-other-seeds``);
 * ``iterations-600``  — the default of the release before, 600 iterations. Every variant below
   was measured at that release and keeps its length (600 unless it sets its own); those
   compared with the default are compared with this one;
@@ -42,7 +44,8 @@ Each variant is a set of `mage train` overrides on the default CPU configuration
 * ``return-std``      — the same advantages without stakes (is the scale-free option free?);
 * ``iterations-400`` — the default's length before it became 600 iterations;
 * ``random-style-other-seeds`` — the defaults with ``random-style`` (a pure style drawn for
-  each meta-episode) in the population, on seeds 20-29, paired with ``mage-other-seeds``;
+  each meta-episode) in the population, on seeds 20-29, paired with ``mage-other-seeds``: the
+  default since (``mage train``'s Kuhn Poker population);
   ``fresh-deals-random-style-other-seeds`` the same population with ``examples/fresh_deals.yaml``'s
   settings (not paired: no fresh-deal run of the default population is on those seeds);
   ``random-style-league-other-seeds`` adds a league of the learner's first hand and the exact
@@ -207,7 +210,8 @@ def run_config(job: tuple[str, int, int, str, dict]) -> TrainConfig:
     variant, seed, iterations, out, overrides = job
     return apply_overrides(TrainConfig(), {
         "iterations": iterations, "seed": seed, "output_dir": str(run_dir(out, variant, seed)), "eval_meta_episodes": 0,
-        "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, **overrides})
+        "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, "population": dict.fromkeys(TRAINING, 1.0),
+        **overrides})
 
 
 def run_one(job: tuple[str, int, int, str, dict]) -> dict:
@@ -406,9 +410,11 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
         f"Best non-adaptive value against the training styles: {nonadaptive:+.3f}. With fresh deals the",
         f"Bayes-optimal agent's final hand (the most any agent can reach, in expectation: `bayes_adaptive_value`)"
         f" is {adaptive:+.3f}.",
-        "`mage` is the default (900 iterations); every other row was measured before it became so, at the",
-        "length its iterations column says, and rows once paired with the default are paired with",
-        "`iterations-600`, that release's default.",
+        "`mage` is the default (900 iterations) on the three training styles, the default population until",
+        "`random-style` joined it (today's default is `random-style-other-seeds`); every row trains on those",
+        "three unless its variant sets a population. Every other row was measured before `mage` became the",
+        "default, at the length its iterations column says, and rows once paired with the default are paired",
+        "with `iterations-600`, that release's default.",
         '',
         '## What these numbers are',
         '',

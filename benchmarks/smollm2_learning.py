@@ -68,9 +68,12 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # tokens the reference likes far more, one update's gradient norm hit 70 at iteration 15 and
     # the language broke at 16; with k2's, 21 iterations oscillated between 0% and 31% invalid
     # answers ("checkcheckcheck…"), updates of approx. KL up to 0.16 a token: a lower learning
-    # rate (docs/training-results.md, "free-text answers")
+    # rate. At 3e-4 the invalid answers fell to 1.8% by iteration 15, then rose to 9% by 21, all
+    # "<action>callcallcall…" cut off at the 8-token budget, which the loss masked out: nothing
+    # pushed them down. So those are trained on, with the penalty that followed
+    # (docs/training-results.md, "free-text answers")
     "smollm2-free-text": {"action_tokens": False, "max_new_tokens": 8, "kl_coef": 0.05, "kl_estimator": "k2",
-                          "learning_rate": 3.0e-4},
+                          "learning_rate": 3.0e-4, "train_truncated": True},
 }
 #: The variant each is compared with, seed by seed.
 PAIRED_WITH = {"smollm2-reflection": "smollm2", "smollm2-free-text": "smollm2"}

@@ -6,7 +6,7 @@ Example:
     >>> env_kwargs(TrainConfig())["reward_mode"]
     'differential'
     >>> population_of(TrainConfig())
-    {'conservative': 1.0, 'aggressive': 1.0, 'intermediate': 1.0}
+    {'conservative': 1.0, 'aggressive': 1.0, 'intermediate': 1.0, 'random-style': 1.0}
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any
 import torch
 
 from mage_envs import InvalidActionPolicy
-from mage_envs.eval_protocol import INVALID_RETRIES
+from mage_envs.eval_protocol import INVALID_RETRIES, training_population
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
@@ -229,14 +229,18 @@ def policy_agent(policy: Policy, config: TrainConfig, seed: int, name: str = "po
 
 
 def population_of(config: TrainConfig) -> dict[str, float]:
-    """Training archetypes and weights (one archetype under the single-opponent ablation);
-    empty for a single-agent task. Unknown archetypes (in the population, ``single_opponent``
+    """Training archetypes and weights (one archetype under the single-opponent ablation; an
+    empty population: the game's default, :func:`~mage_envs.eval_protocol.training_population`,
+    each weighted 1); empty for a single-agent task. Unknown archetypes (in the population, ``single_opponent``
     or ``heldout``) are refused with the closest known id, and so are held-out archetypes of
     ``mage_envs`` in training."""
     game = game_of(config.env.env_id)
     if game is None:
         return {}
-    population = {config.env.single_opponent: 1.0} if config.env.single_opponent else dict(config.env.population)
+    if config.env.single_opponent:
+        population = {config.env.single_opponent: 1.0}
+    else:
+        population = dict(config.env.population) or dict.fromkeys(training_population(game), 1.0)
     known = list_opponents(game)
     for name in [*population, *config.env.heldout]:
         if name not in known:
@@ -261,7 +265,7 @@ def env_kwargs(config: TrainConfig) -> dict[str, Any]:
 
     Example:
         >>> env_kwargs(TrainConfig())["opponent"]
-        ['conservative', 'aggressive', 'intermediate']
+        ['conservative', 'aggressive', 'intermediate', 'random-style']
     """
     env = config.env
     kwargs: dict[str, Any] = {
@@ -289,8 +293,8 @@ def evaluation_opponents(config: TrainConfig) -> list[str]:
     (none for a single-agent task).
 
     Example:
-        >>> evaluation_opponents(TrainConfig())
-        ['conservative', 'aggressive', 'intermediate', 'bluffer', 'calling-station', 'maniac']
+        >>> evaluation_opponents(TrainConfig())[3:]
+        ['random-style', 'bluffer', 'calling-station', 'maniac']
     """
     population = population_of(config)
     return [*population, *(o for o in config.env.heldout if o not in population)] if population else []

@@ -26,7 +26,6 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 from mage_envs.core.meta_tracker import RewardMode
 from mage_envs.eval_protocol import (
     DEFAULT_HELDOUT,
-    DEFAULT_POPULATION,
     EVAL_META_EPISODES,
     EVAL_SEED,
     INVALID_PENALTY,
@@ -121,9 +120,10 @@ class EnvConfig:
         "help": "the learner's seat in a game: 'random' (drawn per meta-episode, per episode with fresh deals), "
                 "'0' (moves first) or '1'"})
     population: dict[str, float] = field(
-        default_factory=lambda: dict.fromkeys(DEFAULT_POPULATION, 1.0),
+        default_factory=dict,
         metadata={"help": "the training population: the archetypes the run trains against, id -> sampling weight "
-                  "(JSON object; each must be trainable, see `mage opponents`)"},
+                  "(JSON object; each must be trainable, see `mage opponents`; empty: the game's default, which "
+                  "`mage opponents GAME` names)"},
     )
     single_opponent: str = field(default="", metadata={
         "help": "ablation: train against this one archetype only (empty: the population)"})
@@ -194,6 +194,10 @@ class AlgoConfig:
         "help": "clip range above 1 (DAPO's clip-higher; 0.2 is PPO's symmetric clip)"})
     loss_aggregation: Aggregation = field(default="token", metadata={
         "help": "'token' (mean over the step's tokens) or 'sequence' (per completion first)"})
+    train_truncated: bool = field(default=False, metadata={
+        "help": "train on completions cut off at max_new_tokens, with the returns that followed (false: masked out "
+                "of the loss, DAPO's overlong filtering; true where a short answer that never closes is the error "
+                "to unlearn, e.g. free-text action tags)"})
     kl_coef: float = field(default=0.0, metadata={"help": "weight of the KL penalty to the reference policy (0: off)"})
     kl_estimator: KlEstimator = field(default="k3", metadata={
         "help": "the KL penalty's loss term: 'k3' (exp(d) - d - 1, TRL's GRPO) or 'k2' (d^2 / 2: the on-policy "

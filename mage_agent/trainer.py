@@ -409,10 +409,10 @@ class Trainer:
         With several processes each optimizer step takes one minibatch from every process
         (``minibatch_size`` is split between them) and sums their gradients."""
         algo, world = self.config.algo, self.world
-        keep = [i for i, t in enumerate(turns) if not t.truncated and t.completion_ids]
+        keep = [i for i, t in enumerate(turns) if (algo.train_truncated or not t.truncated) and t.completion_ids]
         size = math.ceil(algo.minibatch_size / world.size)
         steps_per_epoch = world.maximum(math.ceil(len(keep) / size))
-        if not steps_per_epoch:  # every completion was cut off: nothing to learn from
+        if not steps_per_epoch:  # every completion was cut off (and those are not trained on): nothing to learn from
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
         # an update's epochs score the same turns: the frozen bottom layers run once (Policy.caching_trunk)

@@ -36,6 +36,8 @@ from .eval_protocol import (
     EVAL_SEED,
     EvalSettings,
     eval_settings,
+    protocol_opponents,
+    training_population,
 )
 from .evaluation import evaluate
 from .opponents.registry import RESERVED_POPULATION_NAMES, TABLE_PREFIX, archetype, list_opponents
@@ -91,9 +93,9 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
         spec = archetype(args.game, name)
         print(f"{name:<28} {spec.split:<9} {spec.description}")
     print("\ntrainable: a training population may hold it; heldout: for evaluation only (mage train refuses it).")
-    if set(DEFAULT_POPULATION) <= set(names):
-        print(f"mage train's default population (what it trains against): {', '.join(DEFAULT_POPULATION)}; "
-              f"its evaluations add {', '.join(o for o in DEFAULT_HELDOUT if o in names)}.")
+    population, heldout = protocol_opponents(args.game)
+    print(f"mage train's default population (what it trains against): {', '.join(training_population(args.game))}; "
+          f"its evaluations add {', '.join(o for o in heldout if o not in population)}.")
     return 0
 
 

@@ -27,11 +27,17 @@ from .registration import env_options, game_of
 
 __all__ = [
     "DEFAULT_HELDOUT", "DEFAULT_POPULATION", "EVAL_META_EPISODES", "EVAL_SEED", "INVALID_PENALTY", "INVALID_RETRIES",
-    "NUM_EPISODES", "EvalSettings", "eval_settings", "protocol_env_kwargs", "protocol_opponents",
+    "NUM_EPISODES", "TRAINING_EXTRAS", "EvalSettings", "eval_settings", "protocol_env_kwargs", "protocol_opponents",
+    "training_population",
 ]
 
-#: ``mage train``'s default population: the archetypes a run trains against (each trainable).
+#: The protocol's training styles: the population its evaluations report first (each trainable).
+#: ``mage train``'s default population holds them, and more in some games (:data:`TRAINING_EXTRAS`).
 DEFAULT_POPULATION = ("conservative", "aggressive", "intermediate")
+#: What ``mage train``'s default population adds to a game's protocol population: in Kuhn Poker a
+#: pure style drawn at random per meta-episode, so that the agent learns to read a style it has
+#: never met from the earlier hands (docs/league.md, "Reading styles never met").
+TRAINING_EXTRAS: dict[str, tuple[str, ...]] = {"kuhn_poker": ("random-style",)}
 #: The held-out archetypes its evaluations add to the population's (never trained against).
 DEFAULT_HELDOUT = ("bluffer", "calling-station", "maniac")
 #: Meta-episodes per opponent, and the first seed (disjoint from training's).
@@ -110,6 +116,19 @@ def protocol_opponents(game: str) -> tuple[list[str], list[str]]:
     if set(DEFAULT_POPULATION + DEFAULT_HELDOUT) <= set(list_opponents(game)):
         return list(DEFAULT_POPULATION), list(DEFAULT_HELDOUT)
     return list_opponents(game, "trainable"), list_opponents(game, "heldout")
+
+
+def training_population(game: str) -> list[str]:
+    """``mage train``'s default population of ``game``: its :func:`protocol_opponents`'
+    population and its :data:`TRAINING_EXTRAS`.
+
+    Example:
+        >>> training_population("kuhn_poker")
+        ['conservative', 'aggressive', 'intermediate', 'random-style']
+        >>> training_population("leduc_poker")
+        ['conservative', 'aggressive', 'intermediate']
+    """
+    return [*protocol_opponents(game)[0], *TRAINING_EXTRAS.get(game, ())]
 
 
 def eval_settings(

@@ -5,7 +5,7 @@ learn), against values solved independently, and against what a prior's agent mu
 import pytest
 
 from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value, best_response_value
-from mage_envs.oracle.adaptive import _Solver
+from mage_envs.oracle.adaptive import _Solver, hidden_draws
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 
@@ -84,6 +84,11 @@ def test_bad_requests_are_refused():
         bayes_adaptive_value("kuhn_poker", TRAINING, 0)
     with pytest.raises(ValueError, match="kuhn_poker"):
         bayes_adaptive_value("leduc_poker", TRAINING, 3)
+    # a style drawn per meta-episode and kept is not in a prior over fixed archetypes: refused, not misvalued
+    assert hidden_draws("kuhn_poker", [*TRAINING, "random-style"]) == ["random-style"]
+    assert hidden_draws("kuhn_poker", TRAINING) == []
+    with pytest.raises(ValueError, match="random-style draws a hidden policy"):
+        bayes_adaptive_value("kuhn_poker", [*TRAINING, "random-style"], 3)
 
 
 class _Dealt:

@@ -477,16 +477,20 @@ def test_smollm2_gpu_tables_come_from_the_stored_runs():
     assert "long-ent10: 50 iterations, 64 meta-episodes each" in windows
 
 
-def test_the_random_style_config_file_is_the_benchmarked_variant():
+def test_the_default_population_is_the_benchmarked_random_style_one_and_the_other_variants_keep_three_styles():
     sys.path.insert(0, str(SCRIPT.parent))
     import learning
 
-    from mage_agent.config import TrainConfig, apply_overrides, load_config
+    from mage_agent.build import population_of
+    from mage_agent.config import TrainConfig
 
-    shipped = load_config(SCRIPT.parent.parent / "examples" / "random_style.yaml")
-    variant = {k: v for k, v in learning.VARIANTS["random-style-other-seeds"].items() if k != "iterations"}
-    assert shipped.to_dict() == apply_overrides(TrainConfig(), variant).to_dict()
-    assert learning.VARIANTS["random-style-other-seeds"]["iterations"] == TrainConfig().run.iterations
+    variant = learning.VARIANTS["random-style-other-seeds"]
+    assert variant == {"iterations": TrainConfig().run.iterations, "population": population_of(TrainConfig())}
+    three = dict.fromkeys(learning.TRAINING, 1.0)
+    for name in ("mage", "mage-other-seeds", "cumulative", "fresh-deals"):
+        assert population_of(learning.run_config((name, 0, 900, "runs/x", learning.VARIANTS[name]))) == three
+    single = learning.run_config(("single-aggressive", 0, 900, "runs/x", learning.VARIANTS["single-aggressive"]))
+    assert population_of(single) == {"aggressive": 1.0}
 
 
 def test_ttt_mcts_ceiling_plays_both_best_responses_in_both_seats(tmp_path):

@@ -74,6 +74,20 @@ def supports(game: str) -> bool:
     return game in TEXTS
 
 
+def hidden_draws(game: str, population: OpponentSpec) -> list[str]:
+    """The archetypes of ``population`` that draw a hidden policy for each meta-episode
+    (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`), which the Bayes-optimal agent
+    does not model: its prior is over fixed move distributions.
+
+    Example:
+        >>> hidden_draws("kuhn_poker", ["conservative", "random-style"])
+        ['random-style']
+    """
+    members = as_population(game, population)
+    return [name for name in members.ids
+            if (members.given(name) or make_opponent(game, name)).meta_episode_draws()]
+
+
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
                          seat: Seat = "random", probe: bool = True) -> OracleValue:
     """The final episode's expected return of the Bayes-optimal agent that meets an archetype
@@ -122,6 +136,9 @@ def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list:
     """One solver (and its cache of values) per game, archetypes (registered ids, or the
     instances given) and seats: an evaluation's agents, one per opponent, share it."""
     opponents = tuple(make_opponent(game, a) if isinstance(a, str) else a for a in archetypes)
+    if drawing := [o.name for o in opponents if o.meta_episode_draws()]:
+        raise ValueError(f"{', '.join(drawing)} draws a hidden policy for each meta-episode: the Bayes-optimal "
+                         "agent's prior is over fixed archetypes (leave it out of the population)")
     return _Solver(game, opponents, seat_list)
 
 

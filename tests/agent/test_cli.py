@@ -4,6 +4,7 @@ import json
 from pathlib import Path
 
 from mage_envs.cli import main
+from mage_envs.oracle.values import best_nonadaptive_value
 
 
 def test_train_then_eval_checkpoint(tmp_path, capsys):
@@ -16,11 +17,14 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
                  "metrics.jsonl", "config.json"):
         assert (out / name).exists(), name
     report = json.loads((out / "eval.json").read_text())
-    assert set(report["opponents"]) == {"conservative", "aggressive", "intermediate", "bluffer",
-                                        "calling-station", "maniac"}
+    # the default population (random-style with the three styles), then the held-out styles
+    assert list(report["opponents"]) == ["conservative", "aggressive", "intermediate", "random-style", "bluffer",
+                                         "calling-station", "maniac"]
+    assert report["training_population"] == dict.fromkeys(list(report["opponents"])[:4], 1.0)
     entry = report["opponents"]["aggressive"]
     assert len(entry["mean_return_by_episode"]) == 3 and entry["best_response_value"] is not None
-    assert abs(report["best_nonadaptive_value"] - 1 / 9) < 1e-9
+    expected = best_nonadaptive_value("kuhn_poker", report["training_population"], "random").value
+    assert abs(report["best_nonadaptive_value"] - expected) < 1e-9 and expected > 1 / 9 + 0.05
     assert report["bayes_adaptive_value"] is None   # repeated deals: the deal-known ceiling applies
     printed = capsys.readouterr().out
     assert "gap to best response" in printed and "adaptation gain" in printed
@@ -44,7 +48,7 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     for key in [*report, *report["opponents"]["aggressive"]]:   # docs/evaluation.md lists every key
         assert f"`{key}`" in documented, key
     assert again["opponents"]["maniac"]["meta_episodes"] == 3
-    assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 6
+    assert len((out / "transcript_policy.jsonl").read_text().splitlines()) == 3 * 7
     # the transcript is continued only when asked; resumed, nothing is replayed and the report is the same
     assert main(["eval", "--agent", "policy", "--model", str(checkpoint), "--meta-episodes", "3", "--quiet"]) == 2
     assert "--resume" in capsys.readouterr().err
@@ -53,12 +57,23 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert json.loads((out / "eval_policy.json").read_text()) == again
 
 
+def test_a_fresh_deal_evaluation_against_random_style_has_no_bayes_value_and_says_why(tmp_path, capfd):
+    assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
+                 "--eval-meta-episodes", "1", "--quiet", "--tensorboard", "false", "--repeat-instance", "false",
+                 "--heldout", "[]", "--output-dir", str(tmp_path / "run")]) == 0   # the default population
+    report = json.loads((tmp_path / "run" / "eval.json").read_text())
+    assert "random-style" in report["training_population"] and report["best_nonadaptive_value"] is not None
+    assert report["bayes_adaptive_value"] is None and "bayes_by_episode" not in report
+    assert ("mage: oracle: no Bayes-optimal value: random-style draws a hidden style for each meta-episode"
+            in capfd.readouterr().err)
+
+
 def test_a_fresh_deal_evaluation_reports_the_bayes_optimal_agent(tmp_path, capsys):
     from mage_envs.oracle import bayes_adaptive_value
 
     common = ["--iterations", "1", "--groups-per-iteration", "2", "--group-size", "2", "--eval-meta-episodes", "2",
               "--quiet", "--tensorboard", "false", "--repeat-instance", "false", "--reward-scale", "2",
-              "--heldout", "[]"]
+              "--heldout", "[]", "--population", '{"conservative": 1, "aggressive": 1, "intermediate": 1}']
     assert main(["train", *common, "--output-dir", str(tmp_path / "run")]) == 0
     report = json.loads((tmp_path / "run" / "eval.json").read_text())
     expected = bayes_adaptive_value("kuhn_poker", ["conservative", "aggressive", "intermediate"], 3).value
@@ -161,7 +176,7 @@ def test_eval_of_a_checkpoint_shows_the_notes_train_shows_and_quiet_is_quiet(tmp
     trained = [line for line in written.splitlines() if line.startswith("mage: ")]
     assert "mage: packed_forward: off (activation checkpointing is on); the plain forward runs" in trained
     assert ("mage: oracle: the best non-adaptive value against the training population (conservative, aggressive, "
-            "intermediate)") in trained
+            "intermediate, random-style)") in trained
     assert main(["eval", "--model", str(out / "checkpoints" / "iter-000001"), "--quiet"]) == 0
     evaluated = [line for line in capfd.readouterr().err.splitlines() if line.startswith("mage: ")]
     assert sorted(set(evaluated)) == sorted(set(trained))

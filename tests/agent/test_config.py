@@ -27,6 +27,7 @@ from mage_agent.config import (
     help_of,
 )
 from mage_envs.cli import main
+from mage_envs.opponents import list_opponents
 
 
 def _field_actions():
@@ -108,6 +109,20 @@ def test_unknown_keys_of_a_config_file_suggest_the_closest():
         TrainConfig.from_dict({"algo": {"scopes": "global"}})
     with pytest.raises(ValueError, match="did you mean 'algo'"):
         TrainConfig.from_dict({"algos": {}})
+
+
+def test_an_empty_population_is_the_games_default_and_a_given_one_is_kept():
+    kuhn = population_of(TrainConfig())
+    assert TrainConfig().env.population == {}
+    assert kuhn == {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0, "random-style": 1.0}
+    leduc = population_of(apply_overrides(TrainConfig(), {"env_id": "mage/LeducPoker-meta-v0"}))
+    assert leduc == {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0}   # no random-style in Leduc
+    ttt = population_of(apply_overrides(TrainConfig(), {"env_id": "mage/TicTacToe-meta-v0", "heldout": ["mcts-1000"]}))
+    assert list(ttt) == list_opponents("tic_tac_toe", "trainable")
+    given = {"aggressive": 2.0, "random-style": 1.0}
+    assert population_of(apply_overrides(TrainConfig(), {"population": given})) == given
+    assert population_of(apply_overrides(TrainConfig(), {"single_opponent": "intermediate"})) == {"intermediate": 1.0}
+    assert population_of(apply_overrides(TrainConfig(), {"env_id": "mage/Sokoban-meta-v0"})) == {}
 
 
 @pytest.mark.parametrize("overrides, message", [

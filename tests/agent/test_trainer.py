@@ -3,6 +3,7 @@
 import json
 import warnings
 
+import numpy as np
 import pytest
 import torch
 
@@ -211,6 +212,29 @@ def test_micro_batch_gradients_weight_completions_by_their_tokens(tmp_path):
     for key, value in whole_stats.items():
         assert split_stats[key] == pytest.approx(value, rel=1e-5, abs=1e-7), key
     assert whole_stats["clip_fraction"] > 0 and whole_stats["kl"] > 0
+
+
+@pytest.mark.parametrize("train_truncated", [False, True])
+def test_completions_cut_off_by_the_budget_are_trained_on_only_when_asked(tmp_path, monkeypatch, train_truncated):
+    from mage_agent.rollout import Turn
+
+    trainer = Trainer(run_config(tmp_path, "cut", train_truncated=train_truncated, epochs=1), progress=False)
+    turns = [Turn(traj=row, group=0, opponent="x", episode=0, phase="act", prompt_ids=[5, 6, 7 + row],
+                  completion_ids=[8, 9], logprobs=[-1.0, -1.0], reward=0.0, truncated=row % 2 == 1, anchor="",
+                  allowed_ids=None) for row in range(6)]
+    seen: list[int] = []
+    original = trainer._minibatch_gradients
+
+    def spy(batch, *args, **kwargs):
+        seen.extend(t.traj for t in batch)
+        return original(batch, *args, **kwargs)
+
+    monkeypatch.setattr(trainer, "_minibatch_gradients", spy)
+    stats = trainer.update(turns, np.linspace(-1.0, 1.0, 6), iteration=0)
+    assert sorted(seen) == ([0, 1, 2, 3, 4, 5] if train_truncated else [0, 2, 4]) and "policy_loss" in stats
+    seen.clear()   # nothing but cut-off completions: no step at all unless they are trained on
+    stats = trainer.update([t for t in turns if t.truncated], np.array([-1.0, 0.0, 1.0]), iteration=1)
+    assert sorted(seen) == ([1, 3, 5] if train_truncated else []) and bool(stats) == train_truncated
 
 
 def test_the_progress_bar_says_what_an_iteration_is_doing(tmp_path, capsys):

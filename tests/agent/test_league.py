@@ -62,7 +62,7 @@ def test_league_run_meets_its_snapshots_and_resumes_bit_identically(tmp_path, tr
     summary = json.loads((tmp_path / "straight" / "league.json").read_text())
     matrix = summary["payoff_matrix"]
     assert set(matrix) == {LEARNER, "snapshot-000003", "snapshot-000004", "conservative", "aggressive",
-                           "intermediate"}
+                           "intermediate", "random-style"}   # the default population
     for a in matrix:   # a zero-sum game: the exact matrix is antisymmetric
         for b in matrix:
             assert matrix[a][b] == pytest.approx(-matrix[b][a], abs=1e-12)

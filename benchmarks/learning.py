@@ -425,7 +425,7 @@ def write_docs(table: dict, iterations: int, nonadaptive: float, adaptive: float
         "paper's protocol, the default) hand 1's showdown shows the deal of the later hands, and knowing the deal",
         'while ignoring the style is already worth +0.361 of the +0.389 ceiling (93%); reading the style is what',
         "fresh deals test, so the fresh-deal rows' share of the Bayes-optimal agent is the headline for",
-        "adaptation. The defaults were chosen on seeds 0–19; `mage-other-seeds` is the default on seeds 20–29. The method's defaults",
+        "adaptation. The defaults were chosen on seeds 0–19; `mage-other-seeds` is the three-style default on seeds 20–29 (`random-style-other-seeds` today's). The method's defaults",
         "differ from the paper's in two places ([method.md](method.md)): `gamma_traj` 0.6 credits a hand-1",
         'action with 0.4 R1 + 0.24 R2 + 0.36 R3 (not the telescoped R3), and advantages are centred per group',
         'without the per-archetype standard deviation (`std-normalize` is that variant).',

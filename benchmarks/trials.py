@@ -23,15 +23,18 @@ def changed_settings(config: dict[str, Any]) -> dict[str, Any]:
     """The fields of a saved config (``config.json``) that differ from the defaults.
 
     Example:
+        >>> from mage_agent.build import resolved
         >>> from mage_agent.config import TrainConfig
-        >>> saved = TrainConfig().to_dict()
+        >>> saved = resolved(TrainConfig()).to_dict()   # a run saves its population written out
         >>> saved["algo"]["learning_rate"] = 3e-3
         >>> changed_settings(saved)
         {'learning_rate': 0.003}
     """
-    from mage_agent.config import TrainConfig
+    from mage_agent.build import resolved
+    from mage_agent.config import TrainConfig, apply_overrides
 
-    default = TrainConfig().to_dict()
+    env_id = config.get("env", {}).get("env_id", TrainConfig().env.env_id)
+    default = resolved(apply_overrides(TrainConfig(), {"env_id": env_id})).to_dict()   # the game's population
     return {key: value for section, fields in config.items() for key, value in fields.items()
             if key != "output_dir" and default.get(section, {}).get(key) != value}
 

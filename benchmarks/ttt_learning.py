@@ -54,7 +54,7 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) ->
     meta-episode count, then read back).
     Against ``mcts-1000`` no oracle runs (estimating its best response would search the whole
     tree with the bot at every position); a draw is what perfect play gets against it."""
-    from mage_agent.build import build_policy
+    from mage_agent.build import build_policy, population_of
     from mage_agent.checkpoint import latest_checkpoint
     from mage_agent.cli import evaluate_policy
     from mage_agent.config import TrainConfig, apply_overrides
@@ -70,7 +70,7 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) ->
         if not (pool.exists() and strong.exists()):
             policy = build_policy(config, folder, start)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,
-                            f"ttt-{stage}", verbose=False, opponents=list(config.env.population) + HELD_OUT)
+                            f"ttt-{stage}", verbose=False, opponents=list(population_of(config)) + HELD_OUT)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": strong_meta_episodes}), strong,
                             f"ttt-{stage}", verbose=False, opponents=STRONG, oracle=False)
         reports[f"{stage}/pool"] = json.loads(pool.read_text())

@@ -11,6 +11,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 from pathlib import Path
@@ -257,6 +258,21 @@ def population_of(config: TrainConfig) -> dict[str, float]:
                 f"(trainable archetypes: {', '.join(list_opponents(game, 'trainable'))})"
             )
     return population
+
+
+def resolved(config: TrainConfig) -> TrainConfig:
+    """``config`` with an empty population (the game's default) written out, so that what a
+    run saves (``config.json``, its checkpoints) says what it trained against whatever a later
+    release's default is; ``config`` itself when there is nothing to resolve.
+
+    Example:
+        >>> list(resolved(TrainConfig()).env.population)
+        ['conservative', 'aggressive', 'intermediate', 'random-style']
+    """
+    env = config.env
+    if env.population or env.single_opponent or game_of(env.env_id) is None:
+        return config
+    return dataclasses.replace(config, env=dataclasses.replace(env, population=population_of(config)))
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:

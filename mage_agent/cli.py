@@ -289,6 +289,7 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
     except FileExistsError as error:
         parser.error(str(error))
     main = trainer.world.is_main  # under torchrun, rank 0 writes and evaluates
+    config = trainer.config   # with the population written out
     if main:
         (output / "config.json").write_text(json.dumps(config.to_dict(), indent=2))
     if main and config.run.eval_meta_episodes and trainer.start_iteration == 0:

@@ -46,7 +46,16 @@ from mage_envs.opponents import Opponent
 from mage_envs.registration import game_of
 
 from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
-from .build import base_model_path, build_policy, env_kwargs, population_of, resolve_device, sampling_of, threads_for
+from .build import (
+    base_model_path,
+    build_policy,
+    env_kwargs,
+    population_of,
+    resolve_device,
+    resolved,
+    sampling_of,
+    threads_for,
+)
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
@@ -122,7 +131,7 @@ def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = T
         (["std_of unset -> 'advantages'", 'iterations 400 -> 900'], ['iterations 400 -> 900'])
     """
     changes = []
-    for section, fields in config.to_dict().items():
+    for section, fields in resolved(config).to_dict().items():
         for name, value in fields.items():
             old = stored.get(section, {}).get(name, _UNSET)
             if name not in NOT_RESULTS and old != value and (unset or old is not _UNSET):
@@ -169,6 +178,7 @@ class Trainer:
 
     def __init__(self, config: TrainConfig, resume: bool = False, progress: bool = True,
                  world: World | None = None, overwrite: bool = False) -> None:
+        config = resolved(config)   # the population it trains against, written out (what it saves)
         self.config = config
         self.output = Path(config.run.output_dir)
         self.output.mkdir(parents=True, exist_ok=True)

@@ -434,8 +434,9 @@ def build_parser() -> argparse.ArgumentParser:
     ev.add_argument("--env-id", dest="env", default=None, metavar="ID",
                     help=f"environment id (default: a checkpoint's, else {DEFAULT_ENV})")
     ev.add_argument("--opponents", default=None, help="trainable, heldout, all, or comma-separated archetype ids "
-                    f"(default: mage train's population and held-out archetypes, {', '.join(PROTOCOL_OPPONENTS)}, "
-                    "where the game has them, else its trainable then its held-out ones; a checkpoint: its run's)")
+                    f"(default: the protocol's population and held-out archetypes, {', '.join(PROTOCOL_OPPONENTS)}, "
+                    "where the game has them, else its trainable then its held-out ones; a checkpoint: its run's "
+                    "training population and held-out ones)")
     ev.add_argument("--eval-meta-episodes", dest="meta_episodes", type=int, default=None, metavar="N",
                     help=f"meta-episodes per opponent (default: {EVAL_META_EPISODES}; a checkpoint: its run's)")
     ev.add_argument("--eval-seed", dest="seed", type=int, default=None, metavar="SEED",

@@ -3,7 +3,9 @@
 
 ``mage_agent``'s config takes its defaults from the constants here, so an evaluation of a
 trained run, of an untrained model and of an API model meet the same opponents on the same
-seeds under the same rules. The one deliberate difference: a model that ``mage train`` did
+seeds under the same rules, but for one opponent: ``mage train``'s default population in Kuhn
+Poker adds ``random-style`` (:data:`TRAINING_EXTRAS`), which a run's own evaluation meets
+too. The one deliberate difference in reading: a model that ``mage train`` did
 not train (an API model, a pretrained local model) reads the ``"full"`` prompts, with the
 rules, where a trained run reads what it trained on (``"compact"`` by default); reflections
 are written only when asked (``--prompting reflexion``, ``--agent reflexion``).

@@ -76,16 +76,18 @@ def supports(game: str) -> bool:
 
 def hidden_draws(game: str, population: OpponentSpec) -> list[str]:
     """The archetypes of ``population`` that draw a hidden policy for each meta-episode
-    (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`), which the Bayes-optimal agent
-    does not model: its prior is over fixed move distributions.
+    (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`) and have weight, which the
+    Bayes-optimal agent does not model: its prior is over fixed move distributions.
 
     Example:
         >>> hidden_draws("kuhn_poker", ["conservative", "random-style"])
         ['random-style']
+        >>> hidden_draws("kuhn_poker", {"conservative": 1.0, "random-style": 0.0})   # not met: no weight
+        []
     """
     members = as_population(game, population)
-    return [name for name in members.ids
-            if (members.given(name) or make_opponent(game, name)).meta_episode_draws()]
+    return [name for name, weight in zip(members.ids, members.weights)
+            if weight > 0 and (members.given(name) or make_opponent(game, name)).meta_episode_draws()]
 
 
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
@@ -99,6 +101,9 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
     Only the mean is a ceiling: Bayes-optimal agents that break ties differently split it
     differently between the archetypes. Where an env's memory clips earlier records (many
     episodes), it is an upper bound.
+
+    An archetype that draws a hidden style for each meta-episode (:func:`hidden_draws`,
+    e.g. Kuhn's ``random-style``) is refused: the prior is over fixed move distributions.
 
     With ``probe=False`` the agent updates its belief the same way but plays every hand
     before the last for that hand's own expected return under its belief (it learns only

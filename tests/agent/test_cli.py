@@ -21,6 +21,8 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert list(report["opponents"]) == ["conservative", "aggressive", "intermediate", "random-style", "bluffer",
                                          "calling-station", "maniac"]
     assert report["training_population"] == dict.fromkeys(list(report["opponents"])[:4], 1.0)
+    # what the run saves says what it trained against, whatever a later release's default is
+    assert json.loads((out / "config.json").read_text())["env"]["population"] == report["training_population"]
     entry = report["opponents"]["aggressive"]
     assert len(entry["mean_return_by_episode"]) == 3 and entry["best_response_value"] is not None
     expected = best_nonadaptive_value("kuhn_poker", report["training_population"], "random").value

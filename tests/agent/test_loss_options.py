@@ -139,7 +139,8 @@ def test_mixed_groups_meet_several_archetypes(tmp_path):
     for t in batch.turns:
         per_group.setdefault(t.group, set()).add(t.opponent)
     assert any(len(opponents) > 1 for opponents in per_group.values())
-    assert {o for opponents in per_group.values() for o in opponents} <= {"conservative", "aggressive", "intermediate"}
+    assert {o for opponents in per_group.values() for o in opponents} <= {"conservative", "aggressive", "intermediate",
+                                                                            "random-style"}   # the default population
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -72,8 +72,8 @@ def test_setting_changes_keep_one_entry_per_setting_whatever_its_value():
     stored["env"]["population"] = {"conservative": 1.0, "aggressive": 1.0}   # a value with ", " in it
     del stored["algo"]["std_of"]   # a setting the stored run's code predated
     changes = setting_changes(stored, TrainConfig())
-    assert changes == ["population {'conservative': 1.0, 'aggressive': 1.0} -> "
-                       "{'conservative': 1.0, 'aggressive': 1.0, 'intermediate': 1.0}", "std_of unset -> 'advantages'"]
+    assert changes == ["population {'conservative': 1.0, 'aggressive': 1.0} -> {'conservative': 1.0, "
+                       "'aggressive': 1.0, 'intermediate': 1.0, 'random-style': 1.0}", "std_of unset -> 'advantages'"]
     assert setting_changes(stored, TrainConfig(), unset=False) == changes[:1]
 
 

@@ -111,7 +111,7 @@ def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
     (:meth:`TrainConfig.to_dict`) holds otherwise, or is silent on ('' when none).
 
     Example:
-        >>> stored = TrainConfig().to_dict()
+        >>> stored = resolved(TrainConfig()).to_dict()   # a run saves its population written out
         >>> stored["run"]["iterations"] = 400
         >>> changed_settings(stored, TrainConfig())
         'iterations 400 -> 900'
@@ -124,7 +124,7 @@ def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = T
     the stored config is silent on (those its code predates).
 
     Example:
-        >>> stored = TrainConfig().to_dict()
+        >>> stored = resolved(TrainConfig()).to_dict()
         >>> stored["run"]["iterations"] = 400
         >>> del stored["algo"]["std_of"]
         >>> setting_changes(stored, TrainConfig()), setting_changes(stored, TrainConfig(), unset=False)

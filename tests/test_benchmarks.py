@@ -390,7 +390,8 @@ def test_reading_splits_the_final_hands_shortfall_of_a_fresh_deal_run(tmp_path):
 
     run = tmp_path / "fresh-deals-s0"
     config = apply_overrides(TrainConfig(), {"repeat_instance": False, "iterations": 1, "eval_meta_episodes": 12,
-                                             "checkpoint_every": 1, "tensorboard": False, "output_dir": str(run)})
+                                             "checkpoint_every": 1, "tensorboard": False, "output_dir": str(run),
+                                             "population": {"conservative": 1, "aggressive": 1, "intermediate": 1}})
     trainer = Trainer(config, progress=False)
     trainer.train()
     styles = ["conservative", "aggressive", "intermediate"]

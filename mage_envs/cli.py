@@ -93,9 +93,9 @@ def _cmd_opponents(args: argparse.Namespace) -> int:
         spec = archetype(args.game, name)
         print(f"{name:<28} {spec.split:<9} {spec.description}")
     print("\ntrainable: a training population may hold it; heldout: for evaluation only (mage train refuses it).")
-    population, heldout = protocol_opponents(args.game)
+    heldout = protocol_opponents(args.game)[1]
     print(f"mage train's default population (what it trains against): {', '.join(training_population(args.game))}; "
-          f"its evaluations add {', '.join(o for o in heldout if o not in population)}.")
+          f"its evaluations add {', '.join(heldout)}.")
     return 0
 
 

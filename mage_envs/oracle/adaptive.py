@@ -129,6 +129,9 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
 
 def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, np.ndarray]:
     """The dynamic programme of ``population``'s archetypes with weight, and their prior."""
+    if drawing := hidden_draws(game, population):
+        raise ValueError(f"{', '.join(drawing)} draws a hidden policy for each meta-episode: the Bayes-optimal "
+                         "agent's prior is over fixed archetypes (leave it out of the population)")
     members = as_population(game, population)
     present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]
     weights = np.asarray([w for _, w in present], dtype=float)
@@ -141,9 +144,6 @@ def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list:
     """One solver (and its cache of values) per game, archetypes (registered ids, or the
     instances given) and seats: an evaluation's agents, one per opponent, share it."""
     opponents = tuple(make_opponent(game, a) if isinstance(a, str) else a for a in archetypes)
-    if drawing := [o.name for o in opponents if o.meta_episode_draws()]:
-        raise ValueError(f"{', '.join(drawing)} draws a hidden policy for each meta-episode: the Bayes-optimal "
-                         "agent's prior is over fixed archetypes (leave it out of the population)")
     return _Solver(game, opponents, seat_list)
 
 

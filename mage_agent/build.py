@@ -20,7 +20,7 @@ from typing import Any
 import torch
 
 from mage_envs import InvalidActionPolicy
-from mage_envs.eval_protocol import INVALID_RETRIES, training_population
+from mage_envs.eval_protocol import INVALID_RETRIES, protocol_opponents, training_population
 from mage_envs.opponents.registry import archetype, list_opponents
 from mage_envs.registration import game_of
 
@@ -243,7 +243,7 @@ def population_of(config: TrainConfig) -> dict[str, float]:
     else:
         population = dict(config.env.population) or dict.fromkeys(training_population(game), 1.0)
     known = list_opponents(game)
-    for name in [*population, *config.env.heldout]:
+    for name in [*population, *heldout_of(config)]:
         if name not in known:
             raise ValueError(f"unknown archetype {name!r} for {game}{did_you_mean(name, known)}; "
                              f"known: {', '.join(known)}")
@@ -260,6 +260,23 @@ def population_of(config: TrainConfig) -> dict[str, float]:
     return population
 
 
+def heldout_of(config: TrainConfig) -> list[str]:
+    """The held-out archetypes the evaluations add: ``env.heldout``, or when it is ``None`` the
+    game's (:func:`~mage_envs.eval_protocol.protocol_opponents`); none for a single-agent task.
+
+    Example:
+        >>> heldout_of(TrainConfig())
+        ['bluffer', 'calling-station', 'maniac']
+        >>> from mage_agent.config import apply_overrides
+        >>> heldout_of(apply_overrides(TrainConfig(), {"env_id": "mage/TicTacToe-meta-v0"}))[-1]
+        'mcts-1000'
+    """
+    game = game_of(config.env.env_id)
+    if game is None:
+        return []
+    return list(config.env.heldout) if config.env.heldout is not None else protocol_opponents(game)[1]
+
+
 def resolved(config: TrainConfig) -> TrainConfig:
     """``config`` with an empty population (the game's default) written out, so that what a
     run saves (``config.json``, its checkpoints) says what it trained against whatever a later
@@ -270,9 +287,14 @@ def resolved(config: TrainConfig) -> TrainConfig:
         ['conservative', 'aggressive', 'intermediate', 'random-style']
     """
     env = config.env
-    if env.population or env.single_opponent or game_of(env.env_id) is None:
+    if game_of(env.env_id) is None:
         return config
-    return dataclasses.replace(config, env=dataclasses.replace(env, population=population_of(config)))
+    changes: dict[str, Any] = {}
+    if not (env.population or env.single_opponent):
+        changes["population"] = population_of(config)
+    if env.heldout is None:
+        changes["heldout"] = heldout_of(config)
+    return dataclasses.replace(config, env=dataclasses.replace(env, **changes)) if changes else config
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:
@@ -313,7 +335,7 @@ def evaluation_opponents(config: TrainConfig) -> list[str]:
         ['random-style', 'bluffer', 'calling-station', 'maniac']
     """
     population = population_of(config)
-    return [*population, *(o for o in config.env.heldout if o not in population)] if population else []
+    return [*population, *(o for o in heldout_of(config) if o not in population)] if population else []
 
 
 def eval_env_kwargs(config: TrainConfig) -> dict[str, Any]:

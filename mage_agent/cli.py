@@ -100,7 +100,7 @@ def train_parser(defaults: TrainConfig | None = None, prog: str = "mage train",
             kind = _choice(choices)
         elif kind is bool:
             kind = _parse_bool
-        elif kind in (list, dict):
+        elif kind in (list, dict, type(None)):   # a None default: a JSON list whose null means "the game's"
             kind = json.loads
         details = f"default: {json.dumps(default)}" + (f"; choices: {', '.join(choices)}" if choices else "")
         help_text = f"[{section}] {help_of(f)} ({details})".replace("%", "%%")

@@ -25,7 +25,6 @@ from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 from mage_envs.core.meta_tracker import RewardMode
 from mage_envs.eval_protocol import (
-    DEFAULT_HELDOUT,
     EVAL_META_EPISODES,
     EVAL_SEED,
     INVALID_PENALTY,
@@ -127,8 +126,9 @@ class EnvConfig:
     )
     single_opponent: str = field(default="", metadata={
         "help": "ablation: train against this one archetype only (empty: the population)"})
-    heldout: list[str] = field(default_factory=lambda: list(DEFAULT_HELDOUT), metadata={
-        "help": "archetypes the final evaluation adds to the population's (JSON list)"})
+    heldout: list[str] | None = field(default=None, metadata={
+        "help": "archetypes the evaluations add to the population's (JSON list; null: the game's held-out "
+                "archetypes, which `mage opponents GAME` names; []: none)"})
     invalid_penalty: float = field(default=INVALID_PENALTY, metadata={
         "help": f"reward added to a step with an invalid answer (up to {INVALID_RETRIES} retries are allowed)"})
     reward_scale: float = field(default=1.0, metadata={"help": "multiplies a game's payoffs (> 0)"})

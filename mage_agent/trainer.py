@@ -423,6 +423,7 @@ class Trainer:
         size = math.ceil(algo.minibatch_size / world.size)
         steps_per_epoch = world.maximum(math.ceil(len(keep) / size))
         if not steps_per_epoch:  # every completion was cut off (and those are not trained on): nothing to learn from
+            self.scheduler.step()   # the schedule follows the iterations, learned from or not
             return {}
         rng = np.random.default_rng([self.config.run.seed, iteration, 1 + world.rank])
         # an update's epochs score the same turns: the frozen bottom layers run once (Policy.caching_trunk)

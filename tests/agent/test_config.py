@@ -77,7 +77,7 @@ def test_flags_equal_to_the_defaults_give_the_default_config():
     argv = []
     for name, (section, _) in field_index(TrainConfig()).items():
         value = getattr(getattr(TrainConfig(), section), name)
-        text = json.dumps(value) if isinstance(value, (bool, list, dict)) else str(value)
+        text = json.dumps(value) if value is None or isinstance(value, (bool, list, dict)) else str(value)
         argv += ["--" + name.replace("_", "-"), text]
     assert config_from_args(parse_train_args(parser, argv)) == TrainConfig()
 
@@ -123,6 +123,27 @@ def test_an_empty_population_is_the_games_default_and_a_given_one_is_kept():
     assert population_of(apply_overrides(TrainConfig(), {"population": given})) == given
     assert population_of(apply_overrides(TrainConfig(), {"single_opponent": "intermediate"})) == {"intermediate": 1.0}
     assert population_of(apply_overrides(TrainConfig(), {"env_id": "mage/Sokoban-meta-v0"})) == {}
+
+
+def test_heldout_null_is_the_games_held_out_archetypes_an_empty_list_none_and_a_run_writes_them_out():
+    from mage_agent.build import evaluation_opponents, heldout_of, resolved
+
+    assert TrainConfig().env.heldout is None
+    assert heldout_of(TrainConfig()) == ["bluffer", "calling-station", "maniac"]
+    ttt = apply_overrides(TrainConfig(), {"env_id": "mage/TicTacToe-meta-v0"})
+    assert heldout_of(ttt) == list_opponents("tic_tac_toe", "heldout")   # no Kuhn style asked of Tic-Tac-Toe
+    assert evaluation_opponents(ttt) == [*list_opponents("tic_tac_toe", "trainable"),
+                                         *list_opponents("tic_tac_toe", "heldout")]
+    none = apply_overrides(TrainConfig(), {"heldout": []})
+    assert heldout_of(none) == [] and evaluation_opponents(none) == list(population_of(none))
+    assert heldout_of(apply_overrides(TrainConfig(), {"env_id": "mage/Sokoban-meta-v0"})) == []
+    written = resolved(ttt).env
+    assert written.heldout == list_opponents("tic_tac_toe", "heldout") and list(written.population) == list(
+        population_of(ttt))
+    assert resolved(none).env.heldout == []
+    for argv, expected in (([], None), (["--heldout", "null"], None), (["--heldout", "[]"], []),
+                           (["--heldout", '["maniac"]'], ["maniac"])):
+        assert config_from_args(parse_train_args(train_parser(), argv)).env.heldout == expected
 
 
 @pytest.mark.parametrize("overrides, message", [

@@ -235,6 +235,7 @@ def test_completions_cut_off_by_the_budget_are_trained_on_only_when_asked(tmp_pa
     seen.clear()   # nothing but cut-off completions: no step at all unless they are trained on
     stats = trainer.update([t for t in turns if t.truncated], np.array([-1.0, 0.0, 1.0]), iteration=1)
     assert sorted(seen) == ([1, 3, 5] if train_truncated else []) and bool(stats) == train_truncated
+    assert trainer.scheduler.last_epoch == 2   # an empty update still moves the learning-rate schedule on
 
 
 def test_the_progress_bar_says_what_an_iteration_is_doing(tmp_path, capsys):

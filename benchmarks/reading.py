@@ -60,9 +60,8 @@ def read_run(run: Path) -> dict[str, float]:
     hands) in ``run``'s evaluation, each the mean over the training styles."""
     report = json.loads((run / "eval.json").read_text())
     if "bayes_by_episode" not in report:
-        raise SystemExit(f"{run}: not a fresh-deal Kuhn Poker run whose memory shows earlier hands, against a "
-                         "population of fixed archetypes (its eval.json has no bayes_by_episode; random-style in "
-                         "the population, the default's, has no Bayes agent)")
+        raise SystemExit(f"{run}: not a fresh-deal Kuhn Poker run whose memory shows earlier hands (its eval.json "
+                         "has no bayes_by_episode)")
     meta_episodes = next(iter(report["opponents"].values()))["meta_episodes"]
     config, eval_config, checkpoint = evaluation_config(run, meta_episodes)
     population = population_of(eval_config)

@@ -5,7 +5,7 @@ learn), against values solved independently, and against what a prior's agent mu
 import pytest
 
 from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value, best_response_value
-from mage_envs.oracle.adaptive import _Solver, hidden_draws
+from mage_envs.oracle.adaptive import _Solver, _solver, belief_key
 
 TRAINING = ["conservative", "aggressive", "intermediate"]
 
@@ -14,8 +14,10 @@ def _value(population, episodes, seat="random", probe=True):
     return bayes_adaptive_value("kuhn_poker", population, episodes, seat, probe).value
 
 
-@pytest.mark.parametrize("population", [TRAINING, ["conservative", "maniac"], ["nash", "random", "bluffer"]])
+@pytest.mark.parametrize("population", [TRAINING, ["conservative", "maniac"], ["nash", "random", "bluffer"],
+                                        [*TRAINING, "random-style"], ["random-style"]])
 def test_one_hand_is_the_best_nonadaptive_value(population):
+    # random-style: the DP holds its 4,093 styles, the non-adaptive value its one-hand marginal
     assert _value(population, 1) == pytest.approx(best_nonadaptive_value("kuhn_poker", population).value, abs=1e-9)
 
 
@@ -66,7 +68,7 @@ def test_the_agent_of_a_prior_is_the_best_under_that_prior(episodes):
     tilted = np.array([9.0, 1.0, 2.0]) / 12
     even = np.full(3, 1 / 3)
     solver = _Solver("kuhn_poker", tuple(make_opponent("kuhn_poker", a) for a in TRAINING), seats("random"))
-    tilted_agent, even_agent = solver.values(episodes, tuple(tilted)), solver.values(episodes, tuple(even))
+    tilted_agent, even_agent = solver.values(episodes, belief_key(tilted)), solver.values(episodes, belief_key(even))
     assert tilted @ tilted_agent >= tilted @ even_agent - 1e-12
     assert even @ even_agent >= even @ tilted_agent - 1e-12
     assert tilted @ tilted_agent == pytest.approx(_value(dict(zip(TRAINING, [9, 1, 2])), episodes))
@@ -84,11 +86,6 @@ def test_bad_requests_are_refused():
         bayes_adaptive_value("kuhn_poker", TRAINING, 0)
     with pytest.raises(ValueError, match="kuhn_poker"):
         bayes_adaptive_value("leduc_poker", TRAINING, 3)
-    # a style drawn per meta-episode and kept is not in a prior over fixed archetypes: refused, not misvalued
-    assert hidden_draws("kuhn_poker", [*TRAINING, "random-style"]) == ["random-style"]
-    assert hidden_draws("kuhn_poker", TRAINING) == []
-    with pytest.raises(ValueError, match="random-style draws a hidden policy"):
-        bayes_adaptive_value("kuhn_poker", [*TRAINING, "random-style"], 3)
 
 
 class _Dealt:
@@ -101,9 +98,10 @@ class _Dealt:
         return self._instances.pop(0)
 
 
-def _every_deal_sequence(make_agent):
+def _every_deal_sequence(make_agent, opponents=TRAINING, per_opponent=False):
     """Every sequence of (deal, seat) cells over three hands (12**3, equally likely), forced
-    through the env's deal stream: per training style, the agent's mean first and final hands."""
+    through the env's deal stream: the agent's mean first and final hands over ``opponents``
+    (with ``per_opponent``: the final hand's per opponent)."""
     import itertools
 
     import gymnasium as gym
@@ -114,7 +112,7 @@ def _every_deal_sequence(make_agent):
 
     cells = stratified_instances("kuhn_poker", 12)
     openers, finals = {}, {}
-    for style in TRAINING:
+    for style in opponents:
         env = gym.make("mage/KuhnPoker-meta-v0", opponent=style, repeat_instance=False, reflection=False,
                        num_episodes=3)
         agent = make_agent(env)
@@ -128,6 +126,8 @@ def _every_deal_sequence(make_agent):
                 done = terminated or truncated
             returns.append(info["episode_returns"])
         openers[style], finals[style] = np.mean(returns, axis=0)[[0, -1]]
+    if per_opponent:
+        return list(finals.values())
     return float(np.mean(list(openers.values()))), float(np.mean(list(finals.values())))
 
 
@@ -143,6 +143,36 @@ def test_the_bayes_agent_reaches_the_bayes_value_exactly_in_the_real_env(probe):
         assert first < _value(TRAINING, 1) - 0.05
     else:
         assert first == pytest.approx(_value(TRAINING, 1), abs=1e-9)
+
+
+def test_random_style_is_read_as_the_styles_it_draws():
+    """A population with random-style: the agent's prior holds each of its 4,093 styles, so
+    against any one of them (the style random-style drew) its mean final hand is exactly the
+    DP's value of that style; the value lies between one hand's and the styles known."""
+    import numpy as np
+
+    from mage_envs.opponents.base import PolicyOpponent
+    from mage_envs.opponents.kuhn_poker import drawable_styles
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    population = [*TRAINING, "random-style"]
+    solver, prior = _solver("kuhn_poker", population, "random")
+    assert len(prior) == 3 + 4093 and prior[:3] == pytest.approx([0.25] * 3)
+    assert prior[3:].sum() == pytest.approx(0.25) and np.ptp(prior[3:]) < 1e-15
+    per_type = solver.values(3, belief_key(prior))
+    assert prior @ per_type == pytest.approx(_value(population, 3), abs=1e-12)
+    picked = [0, 1234, 4092]
+    styles = [PolicyOpponent("random-style", drawable_styles()[i].policy) for i in picked]
+    finals = _every_deal_sequence(lambda env: BayesAdaptiveAgent(env, population=population), styles,
+                                  per_opponent=True)
+    assert finals == pytest.approx(per_type[[3 + i for i in picked]], abs=1e-9)
+    # reading a drawn style is worth more with every hand (one hand: the best response to its
+    # marginal), and knowing the style would be worth more still
+    marginal = best_response_value("kuhn_poker", "random-style").value
+    values = [_value(["random-style"], k) for k in (1, 2, 3)]
+    assert values[0] == pytest.approx(marginal, abs=1e-12) and values == sorted(values) and values[0] < values[-1]
+    for index, style in zip(picked, styles):
+        assert per_type[3 + index] <= best_response_value("kuhn_poker", style).value + 1e-12
 
 
 @pytest.mark.parametrize("probe", [True, False])

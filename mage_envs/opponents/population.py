@@ -126,3 +126,19 @@ def as_population(game: str, spec: OpponentSpec) -> Population:
         )
     population.validate(game)
     return population
+
+
+def hidden_draws(game: str, population: OpponentSpec) -> list[str]:
+    """The archetypes of ``population`` with weight that draw a hidden policy for each
+    meta-episode and keep it (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`): what
+    an analysis of fixed move distributions per archetype must treat apart.
+
+    Example:
+        >>> hidden_draws("kuhn_poker", ["conservative", "random-style"])
+        ['random-style']
+        >>> hidden_draws("kuhn_poker", {"conservative": 1.0, "random-style": 0.0})   # not met: no weight
+        []
+    """
+    members = as_population(game, population)
+    return [name for name, weight in zip(members.ids, members.weights)
+            if weight > 0 and (members.given(name) or make_opponent(game, name)).meta_episode_draws()]

@@ -74,22 +74,6 @@ def supports(game: str) -> bool:
     return game in TEXTS
 
 
-def hidden_draws(game: str, population: OpponentSpec) -> list[str]:
-    """The archetypes of ``population`` that draw a hidden policy for each meta-episode
-    (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`) and have weight, which the
-    Bayes-optimal agent does not model: its prior is over fixed move distributions.
-
-    Example:
-        >>> hidden_draws("kuhn_poker", ["conservative", "random-style"])
-        ['random-style']
-        >>> hidden_draws("kuhn_poker", {"conservative": 1.0, "random-style": 0.0})   # not met: no weight
-        []
-    """
-    members = as_population(game, population)
-    return [name for name, weight in zip(members.ids, members.weights)
-            if weight > 0 and (members.given(name) or make_opponent(game, name)).meta_episode_draws()]
-
-
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
                          seat: Seat = "random", probe: bool = True) -> OracleValue:
     """The final episode's expected return of the Bayes-optimal agent that meets an archetype
@@ -102,8 +86,9 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
     differently between the archetypes. Where an env's memory clips earlier records (many
     episodes), it is an upper bound.
 
-    An archetype that draws a hidden style for each meta-episode (:func:`hidden_draws`,
-    e.g. Kuhn's ``random-style``) is refused: the prior is over fixed move distributions.
+    An archetype that draws a hidden style for each meta-episode and keeps it (Kuhn's
+    ``random-style``) is in the prior as the styles it may draw, so the agent reads the drawn
+    style from the earlier hands as it reads the archetype.
 
     With ``probe=False`` the agent updates its belief the same way but plays every hand
     before the last for that hand's own expected return under its belief (it learns only
@@ -115,28 +100,30 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
         >>> styles = ["conservative", "aggressive", "intermediate"]
         >>> round(bayes_adaptive_value("kuhn_poker", styles, 3, probe=False).value, 4)
         0.2315
+        >>> round(bayes_adaptive_value("kuhn_poker", [*styles, "random-style"], 3).value, 4)
+        0.2817
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
     if not supports(game):
         raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
     solver, weights = _solver(game, population, seat)
-    per_archetype = solver.values(num_episodes, tuple(weights), probe)
+    per_type = solver.values(num_episodes, belief_key(weights), probe)
     method = "Bayes-optimal adaptive agent (DP over the posterior)" if probe else \
         "Bayes agent without probes (each earlier hand played for its own return; DP over the posterior)"
-    return OracleValue(float(weights @ per_archetype), method=method)
+    return OracleValue(float(weights @ per_type), method=method)
 
 
 def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, np.ndarray]:
-    """The dynamic programme of ``population``'s archetypes with weight, and their prior."""
-    if drawing := hidden_draws(game, population):
-        raise ValueError(f"{', '.join(drawing)} draws a hidden policy for each meta-episode: the Bayes-optimal "
-                         "agent's prior is over fixed archetypes (leave it out of the population)")
+    """The dynamic programme of ``population``'s archetypes with weight, and its prior over
+    the solver's types (an archetype that draws a hidden policy per meta-episode, each policy
+    it may draw with the archetype's weight times the draw's probability)."""
     members = as_population(game, population)
     present = [(name, w) for name, w in zip(members.ids, members.weights) if w > 0]
-    weights = np.asarray([w for _, w in present], dtype=float)
     archetypes = tuple(members.given(name) or name for name, _ in present)
-    return _cached_solver(game, archetypes, seats(seat)), weights / weights.sum()
+    solver = _cached_solver(game, archetypes, seats(seat))
+    weights = np.asarray([w for _, w in present], dtype=float)[solver.archetype_of] * solver.draw_probability
+    return solver, weights / weights.sum()
 
 
 @functools.lru_cache(maxsize=8)
@@ -148,12 +135,23 @@ def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list:
 
 
 class _Solver:
-    """The dynamic programme: ``values(k, weights, probe)`` per archetype with ``k`` episodes left."""
+    """The dynamic programme: ``values(k, belief_key(belief), probe)`` per type with ``k`` episodes left.
 
-    def __init__(self, game: str, opponents: tuple[Opponent, ...], seat_list: tuple[int, ...]) -> None:
+    Its types are the archetypes, each that draws a hidden policy per meta-episode
+    (:meth:`~mage_envs.opponents.Opponent.meta_episode_draws`) replaced by the policies it
+    may draw: the agent's belief is over those, so what a hand shows of the drawn policy is
+    read exactly (an archetype's type ``i`` is ``archetype_of[i]``, drawn with
+    ``draw_probability[i]``)."""
+
+    def __init__(self, game: str, archetypes: tuple[Opponent, ...], seat_list: tuple[int, ...]) -> None:
         self.game = load_game(game)
         self.text = TEXTS[game]()
-        self.opponents = opponents
+        types = [(index, probability, drawn) for index, archetype in enumerate(archetypes)
+                 for probability, drawn in archetype.meta_episode_draws() or [(1.0, archetype)]]
+        self.archetype_of = np.asarray([index for index, _, _ in types], dtype=int)
+        self.draw_probability = np.asarray([probability for _, probability, _ in types], dtype=float)
+        self.opponents = tuple(drawn for _, _, drawn in types)
+        self._move_cache: dict[str, dict[int, np.ndarray]] = {}
         #: (seat, private information state) -> its probability and its plans with their outcomes
         self.situations = {(s, private): (1.0 / len(seat_list) * p, plans)
                            for s in seat_list for private, (p, plans) in self._situations(s).items()}
@@ -162,8 +160,8 @@ class _Solver:
         self.records = {key: _likelihoods(plans) for key, (_, plans) in self.situations.items()}
         self.values = functools.lru_cache(maxsize=None)(self._values)
 
-    def _values(self, left: int, weights: tuple[float, ...], probe: bool = True) -> np.ndarray:
-        prior = np.asarray(weights)
+    def _values(self, left: int, belief: bytes, probe: bool = True) -> np.ndarray:
+        prior = np.frombuffer(belief)
         total = np.zeros(len(self.opponents))
         for probability, plans in self.situations.values():
             total += probability * self._best(plans, left, prior, probe)[1]
@@ -201,8 +199,7 @@ class _Solver:
             posterior = prior * likelihood
             if posterior.sum() <= 0:
                 continue
-            key = tuple(float(f"{x:.12g}") for x in posterior / posterior.sum())  # tiny values kept
-            out += likelihood * self.values(left - 1, key, probe)
+            out += likelihood * self.values(left - 1, belief_key(posterior), probe)
         return out
 
     def _situations(self, seat: int) -> dict[str, tuple[float, list[tuple[Plan, _Outcomes]]]]:
@@ -244,32 +241,63 @@ class _Solver:
         return dict(sorted(found.items()))
 
     def _outcomes(self, plan: dict[str, int], deals: list[tuple[Deal, float]], seat: int) -> _Outcomes:
+        """The hand's records under ``plan``, walked once for every archetype at a time (the
+        probability of reaching a state is a vector over the archetypes)."""
         size = len(self.opponents)
         likelihood: dict[Record, np.ndarray] = defaultdict(lambda: np.zeros(size))
         returns: dict[Record, np.ndarray] = defaultdict(lambda: np.zeros(size))
         summaries: dict[str, Record] = {}
-        for index, opponent in enumerate(self.opponents):
-            stack = [(self.game.new_initial_state(), deal, 0, p) for deal, p in deals]
-            while stack:
-                state, deal, drawn, p = stack.pop()
-                if state.is_terminal():
-                    record = (state.information_state_string(seat), self.text.describe_end(state, seat))
-                    if record not in likelihood:   # a new record: name it by the env's summary once
-                        summaries[self.text.summary_line(self.text.private_view(state, seat),
-                                                         self.text.history_lines(state.history(), seat),
-                                                         record[1])] = record
-                    likelihood[record][index] += p
-                    returns[record][index] += p * state.returns()[seat]
-                elif state.is_chance_node():
-                    stack.append((state.child(deal[drawn]), deal, drawn + 1, p))
-                elif state.current_player() == seat:
-                    stack.append((state.child(plan[state.information_state_string(seat)]), deal, drawn, p))
-                else:
-                    probs = opponent.action_probabilities(state)
-                    if probs is None:
-                        raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
-                    stack.extend((state.child(a), deal, drawn, p * q) for a, q in probs.items() if q > 0)
+        stack = [(self.game.new_initial_state(), deal, 0, np.full(size, p)) for deal, p in deals]
+        while stack:
+            state, deal, drawn, reach = stack.pop()
+            if state.is_terminal():
+                record = (state.information_state_string(seat), self.text.describe_end(state, seat))
+                if record not in likelihood:   # a new record: name it by the env's summary once
+                    summaries[self.text.summary_line(self.text.private_view(state, seat),
+                                                     self.text.history_lines(state.history(), seat),
+                                                     record[1])] = record
+                likelihood[record] += reach
+                returns[record] += reach * state.returns()[seat]
+            elif state.is_chance_node():
+                stack.append((state.child(deal[drawn]), deal, drawn + 1, reach))
+            elif state.current_player() == seat:
+                stack.append((state.child(plan[state.information_state_string(seat)]), deal, drawn, reach))
+            else:
+                for action, probability in self._moves(state).items():
+                    if (onward := reach * probability).any():
+                        stack.append((state.child(action), deal, drawn, onward))
         return _Outcomes(dict(likelihood), dict(returns), summaries)
+
+    def _moves(self, state: pyspiel.State) -> dict[int, np.ndarray]:
+        """The opponents' move distributions at ``state``: per action, its probability under
+        each archetype (computed once per state)."""
+        key = state.history_str()
+        if key not in self._move_cache:
+            table: dict[int, np.ndarray] = defaultdict(lambda: np.zeros(len(self.opponents)))
+            for index, opponent in enumerate(self.opponents):
+                probs = opponent.action_probabilities(state)
+                if probs is None:
+                    raise ValueError(f"opponent {opponent.name!r} has no closed-form move distribution")
+                for action, probability in probs.items():
+                    table[action][index] = probability
+            self._move_cache[key] = dict(table)
+        return self._move_cache[key]
+
+
+def belief_key(belief: np.ndarray) -> bytes:
+    """``belief`` normalised and rounded to 12 significant digits (tiny values kept), as bytes:
+    the same posterior reached by different hands is one key of the dynamic programme's cache.
+
+    Example:
+        >>> belief_key(np.array([1.0, 2.0])) == belief_key(np.array([1.0 + 1e-15, 2.0]))
+        True
+    """
+    normalised = np.asarray(belief, dtype=float) / np.sum(belief)
+    nonzero = normalised != 0
+    scale = 10.0 ** (11 - np.floor(np.log10(np.abs(normalised[nonzero]))))
+    rounded = np.zeros_like(normalised)
+    rounded[nonzero] = np.round(normalised[nonzero] * scale) / scale
+    return rounded.tobytes()
 
 
 def _likelihoods(plans: list[tuple[Plan, _Outcomes]]) -> dict[str, np.ndarray]:
@@ -329,8 +357,9 @@ class BayesAdaptiveAgent:
 
     @property
     def belief(self) -> np.ndarray:
-        """The posterior over the population's archetypes (with weight), in its order."""
-        return self._belief
+        """The posterior over the population's archetypes (with weight), in its order (an
+        archetype that draws a hidden policy: the posterior mass of the policies it may draw)."""
+        return np.bincount(self._solver.archetype_of, weights=self._belief)
 
     def __call__(self, observation: str, info: dict[str, Any]) -> str:
         finished = info if reflecting(info) else info.get("finished_episode_info")

@@ -59,15 +59,17 @@ def test_train_then_eval_checkpoint(tmp_path, capsys):
     assert json.loads((out / "eval_policy.json").read_text()) == again
 
 
-def test_a_fresh_deal_evaluation_against_random_style_has_no_bayes_value_and_says_why(tmp_path, capfd):
+def test_a_fresh_deal_evaluation_against_random_style_reports_the_bayes_agent_of_its_styles(tmp_path):
+    from mage_envs.oracle import bayes_adaptive_value
+
     assert main(["train", "--iterations", "1", "--groups-per-iteration", "1", "--group-size", "2",
                  "--eval-meta-episodes", "1", "--quiet", "--tensorboard", "false", "--repeat-instance", "false",
                  "--heldout", "[]", "--output-dir", str(tmp_path / "run")]) == 0   # the default population
     report = json.loads((tmp_path / "run" / "eval.json").read_text())
-    assert "random-style" in report["training_population"] and report["best_nonadaptive_value"] is not None
-    assert report["bayes_adaptive_value"] is None and "bayes_by_episode" not in report
-    assert ("mage: oracle: no Bayes-optimal value: random-style draws a hidden style for each meta-episode"
-            in capfd.readouterr().err)
+    population = list(report["training_population"])
+    assert "random-style" in population and report["best_nonadaptive_value"] is not None
+    assert report["bayes_adaptive_value"] == bayes_adaptive_value("kuhn_poker", population, 3).value
+    assert list(report["bayes_by_episode"]) == population   # random-style too: its drawn style is read
 
 
 def test_a_fresh_deal_evaluation_reports_the_bayes_optimal_agent(tmp_path, capsys):

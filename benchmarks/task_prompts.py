@@ -23,10 +23,10 @@ from typing import Any
 import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the task ids)
-from mage_agent.build import env_kwargs
+from mage_agent.build import env_kwargs, tiny_config
 from mage_agent.cli import evaluations
 from mage_agent.config import load_config
-from mage_agent.tiny import TinyConfig, build_tokenizer, env_corpus, extend_tokenizer, task_corpus
+from mage_agent.tiny import build_tokenizer, env_corpus, extend_tokenizer, task_corpus
 
 EXAMPLES = Path(__file__).parents[1] / "examples"
 CONFIGS = ("sokoban.yaml", "household.yaml", "webshop.yaml")
@@ -60,7 +60,7 @@ def play(env_id: str, kwargs: dict[str, Any], tokenizer: Any, meta_episodes: int
 
 def measure(path: Path, meta_episodes: int) -> dict[str, Any]:
     config = load_config(path)
-    tiny = TinyConfig(seed=config.run.seed)
+    tiny = tiny_config(config)
     games = build_tokenizer(env_corpus(tiny.corpus_games, tiny.seed))
     tokenizer = extend_tokenizer(games, task_corpus(config.env.env_id, env_kwargs(config), tiny.task_games, tiny.seed))
     row: dict[str, Any] = {"env_id": config.env.env_id, "games_vocabulary": len(games), "vocabulary": len(tokenizer)}

@@ -132,11 +132,25 @@ def base_model_path(config: TrainConfig, output: Path) -> str:
         return resolve_model_path(config.model.name_or_path)
     path = output / "base_model"
     if not (path / "config.json").exists():
-        tiny = TinyConfig(seed=config.run.seed)
+        tiny = tiny_config(config)
         task = game_of(config.env.env_id) is None
         texts = task_corpus(config.env.env_id, env_kwargs(config), tiny.task_games, tiny.seed) if task else []
         create_tiny(path, tiny, texts)
     return str(path)
+
+
+def tiny_config(config: TrainConfig) -> TinyConfig:
+    """The embedded tiny model's size and seed in ``config``.
+
+    Example:
+        >>> from mage_agent.config import apply_overrides
+        >>> tiny = tiny_config(apply_overrides(TrainConfig(), {"tiny_hidden_size": 128, "tiny_layers": 4}))
+        >>> tiny.hidden_size, tiny.intermediate_size, tiny.num_hidden_layers
+        (128, 256, 4)
+    """
+    model = config.model
+    return TinyConfig(hidden_size=model.tiny_hidden_size, intermediate_size=2 * model.tiny_hidden_size,
+                      num_hidden_layers=model.tiny_layers, seed=config.run.seed)
 
 
 def build_policy(config: TrainConfig, output: Path, checkpoint: Path | None = None,

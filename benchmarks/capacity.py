@@ -101,7 +101,7 @@ def expert_turns(config, meta_episodes: int, seed: int) -> list[tuple[str, tuple
                 legal, labels = info["legal_actions"], info.get("action_labels")
                 command = task.expert_actions()[0]
                 choice = labels[legal.index(command)] if labels else command
-                rows.append((obs, tuple(labels or legal), choice, info["episode_index"], str(info.get("task_type"))))
+                rows.append((obs, tuple(labels or legal), choice, info["episode_index"], str(info.get("task_type") or "")))
                 obs, _, terminated, truncated, info = env.step(f"<action>{choice}</action>")
             done = terminated or truncated
     env.close()

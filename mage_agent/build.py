@@ -12,6 +12,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import json
 import logging
 import os
 from pathlib import Path
@@ -131,11 +132,18 @@ def base_model_path(config: TrainConfig, output: Path) -> str:
     if config.model.name_or_path != TINY:
         return resolve_model_path(config.model.name_or_path)
     path = output / "base_model"
+    tiny = tiny_config(config)
     if not (path / "config.json").exists():
-        tiny = tiny_config(config)
         task = game_of(config.env.env_id) is None
         texts = task_corpus(config.env.env_id, env_kwargs(config), tiny.task_games, tiny.seed) if task else []
         create_tiny(path, tiny, texts)
+    built = json.loads((path / "config.json").read_text())
+    asked = {"hidden_size": tiny.hidden_size, "num_hidden_layers": tiny.num_hidden_layers}
+    if any(built.get(key) != value for key, value in asked.items()):
+        raise ValueError(f"{path} holds a tiny model of width {built.get('hidden_size')} and "
+                         f"{built.get('num_hidden_layers')} layers, built for this run, which now asks for "
+                         f"{tiny.hidden_size} and {tiny.num_hidden_layers}: keep the run's sizes, or start it anew "
+                         "(--overwrite, or another --output-dir)")
     return str(path)
 
 

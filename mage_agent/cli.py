@@ -134,7 +134,7 @@ def evaluate_policy(
     :func:`~mage_envs.evaluation.evaluate` appends to and resumes from, with the steps of
     the first ``transcript_steps`` per opponent (``None``: all)."""
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
-    from mage_envs.oracle.adaptive import supports
+    from mage_envs.oracle.adaptive import supports, unsolvable
 
     if agent is None:
         agent = policy_agent(policy, config, config.run.eval_seed, name, sampler=sampler)
@@ -163,11 +163,15 @@ def evaluate_policy(
     sees_earlier_hands = config.env.memory or config.env.reflection
     if (game_string is not None and supports(game_string) and nonadaptive is not None
             and not config.env.repeat_instance and sees_earlier_hands):
-        LOG.info("oracle: the Bayes-optimal adaptive value over %d hands, then that agent on the %d "
-                 "meta-episodes per opponent just evaluated", config.env.num_episodes, config.run.eval_meta_episodes)
-        adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
-        adaptive *= config.env.reward_scale
-        data["bayes_by_episode"] = bayes_on_sample(config, population, list(data["opponents"]))
+        if reason := unsolvable(game_string, population, config.env.num_episodes):
+            LOG.info("oracle: no Bayes-optimal value: %s", reason)
+        else:
+            LOG.info("oracle: the Bayes-optimal adaptive value over %d hands, then that agent on the %d "
+                     "meta-episodes per opponent just evaluated", config.env.num_episodes,
+                     config.run.eval_meta_episodes)
+            adaptive = bayes_adaptive_value(game_string, population, config.env.num_episodes, kwargs["seat"]).value
+            adaptive *= config.env.reward_scale
+            data["bayes_by_episode"] = bayes_on_sample(config, population, list(data["opponents"]))
     data["bayes_adaptive_value"] = adaptive
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(data, indent=2, default=str))

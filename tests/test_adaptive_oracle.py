@@ -86,6 +86,13 @@ def test_bad_requests_are_refused():
         bayes_adaptive_value("kuhn_poker", TRAINING, 0)
     with pytest.raises(ValueError, match="kuhn_poker"):
         bayes_adaptive_value("leduc_poker", TRAINING, 3)
+    # random-style's 4,093 styles: solved up to four hands, refused beyond (the cache would not fit)
+    with pytest.raises(ValueError, match="random-style draws a hidden style .* beyond 4 hands"):
+        bayes_adaptive_value("kuhn_poker", [*TRAINING, "random-style"], 5)
+    assert _value(TRAINING, 5) > _value(TRAINING, 4)   # fixed archetypes: no such limit
+    for bad in ([0.0, 0.0], [1.0, -0.5], [1.0, float("nan")]):
+        with pytest.raises(ValueError, match="a belief is non-negative"):
+            belief_key(bad)
 
 
 class _Dealt:
@@ -281,6 +288,17 @@ def test_the_bayes_agent_updates_its_belief_by_bayes_rule(style):
             obs, _, terminated, truncated, info = env.step(answer)
             done = terminated or truncated
     assert checked == 24
+
+
+def test_the_bayes_agent_refuses_a_drawn_style_over_too_many_hands():
+    import gymnasium as gym
+
+    import mage_envs  # noqa: F401
+    from mage_envs.oracle import BayesAdaptiveAgent
+
+    env = gym.make("mage/KuhnPoker-meta-v0", opponent="random-style", repeat_instance=False, num_episodes=5)
+    with pytest.raises(ValueError, match="BayesAdaptiveAgent: random-style draws .* beyond 4 hands"):
+        BayesAdaptiveAgent(env, population=[*TRAINING, "random-style"])
 
 
 def test_the_bayes_agent_refuses_what_it_cannot_play():

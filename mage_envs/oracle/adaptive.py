@@ -36,7 +36,7 @@ from ..games.base import OpenSpielTextEnv
 from ..games.kuhn_poker import KuhnPokerText
 from ..games.text import GameText
 from ..opponents.base import Opponent
-from ..opponents.population import OpponentSpec, as_population
+from ..opponents.population import OpponentSpec, as_population, hidden_draws
 from ..opponents.registry import make_opponent
 from .agents import REFLECTION, answer, reflecting
 from .result import OracleValue, Seat, seats
@@ -74,6 +74,30 @@ def supports(game: str) -> bool:
     return game in TEXTS
 
 
+#: The most hands solved when an archetype draws a hidden policy per meta-episode: its
+#: thousands of types make the cache of posteriors grow about 16-fold a hand (Kuhn Poker's
+#: default population: 140 MB for three hands, 0.8 GB for four).
+MAX_HANDS_WITH_DRAWS = 4
+
+
+def unsolvable(game: str, population: OpponentSpec, num_episodes: int) -> str | None:
+    """Why :func:`bayes_adaptive_value` does not solve ``population`` over ``num_episodes``
+    hands of ``game`` (``None``: it does).
+
+    Example:
+        >>> unsolvable("kuhn_poker", ["conservative", "random-style"], 3) is None
+        True
+        >>> unsolvable("kuhn_poker", ["conservative", "random-style"], 5)
+        'random-style draws a hidden style for each meta-episode: its styles make the Bayes solver too large beyond 4 hands'
+    """
+    if not supports(game):
+        return f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}"
+    if num_episodes > MAX_HANDS_WITH_DRAWS and (drawing := hidden_draws(game, population)):
+        return (f"{', '.join(drawing)} draws a hidden style for each meta-episode: its styles make the Bayes solver "
+                f"too large beyond {MAX_HANDS_WITH_DRAWS} hands")
+    return None
+
+
 def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
                          seat: Seat = "random", probe: bool = True) -> OracleValue:
     """The final episode's expected return of the Bayes-optimal agent that meets an archetype
@@ -88,7 +112,8 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
 
     An archetype that draws a hidden style for each meta-episode and keeps it (Kuhn's
     ``random-style``) is in the prior as the styles it may draw, so the agent reads the drawn
-    style from the earlier hands as it reads the archetype.
+    style from the earlier hands as it reads the archetype (up to :data:`MAX_HANDS_WITH_DRAWS`
+    hands).
 
     With ``probe=False`` the agent updates its belief the same way but plays every hand
     before the last for that hand's own expected return under its belief (it learns only
@@ -105,8 +130,8 @@ def bayes_adaptive_value(game: str, population: OpponentSpec, num_episodes: int,
     """
     if num_episodes < 1:
         raise ValueError(f"num_episodes must be >= 1, got {num_episodes}")
-    if not supports(game):
-        raise ValueError(f"bayes_adaptive_value covers {sorted(TEXTS)}, not {game!r}")
+    if reason := unsolvable(game, population, num_episodes):
+        raise ValueError(reason)
     solver, weights = _solver(game, population, seat)
     per_type = solver.values(num_episodes, belief_key(weights), probe)
     method = "Bayes-optimal adaptive agent (DP over the posterior)" if probe else \
@@ -126,7 +151,7 @@ def _solver(game: str, population: OpponentSpec, seat: Seat) -> tuple[_Solver, n
     return solver, weights / weights.sum()
 
 
-@functools.lru_cache(maxsize=8)
+@functools.lru_cache(maxsize=2)
 def _cached_solver(game: str, archetypes: tuple[str | Opponent, ...], seat_list: tuple[int, ...]) -> _Solver:
     """One solver (and its cache of values) per game, archetypes (registered ids, or the
     instances given) and seats: an evaluation's agents, one per opponent, share it."""
@@ -158,6 +183,7 @@ class _Solver:
         #: (seat, private) -> per record (named by the env's summary), its likelihood under each
         #: archetype, whatever the agent played: Bayes' rule on a hand an other agent played
         self.records = {key: _likelihoods(plans) for key, (_, plans) in self.situations.items()}
+        self._move_cache.clear()   # the moves are in the outcomes now
         self.values = functools.lru_cache(maxsize=None)(self._values)
 
     def _values(self, left: int, belief: bytes, probe: bool = True) -> np.ndarray:
@@ -285,19 +311,20 @@ class _Solver:
 
 
 def belief_key(belief: np.ndarray) -> bytes:
-    """``belief`` normalised and rounded to 12 significant digits (tiny values kept), as bytes:
-    the same posterior reached by different hands is one key of the dynamic programme's cache.
+    """``belief`` normalised, each entry's binary mantissa rounded to 12 decimals (about 12
+    significant digits; tiny values kept), as bytes: the same posterior reached by different
+    hands is one key of the dynamic programme's cache.
 
     Example:
         >>> belief_key(np.array([1.0, 2.0])) == belief_key(np.array([1.0 + 1e-15, 2.0]))
         True
     """
-    normalised = np.asarray(belief, dtype=float) / np.sum(belief)
-    nonzero = normalised != 0
-    scale = 10.0 ** (11 - np.floor(np.log10(np.abs(normalised[nonzero]))))
-    rounded = np.zeros_like(normalised)
-    rounded[nonzero] = np.round(normalised[nonzero] * scale) / scale
-    return rounded.tobytes()
+    belief = np.asarray(belief, dtype=float)
+    total = belief.sum()
+    if not (np.isfinite(total) and total > 0 and (belief >= 0).all()):
+        raise ValueError(f"a belief is non-negative with a positive, finite sum; got {belief}")
+    mantissa, exponent = np.frexp(belief / total)
+    return np.ldexp(np.round(mantissa, 12), exponent).tobytes()
 
 
 def _likelihoods(plans: list[tuple[Plan, _Outcomes]]) -> dict[str, np.ndarray]:
@@ -347,8 +374,10 @@ class BayesAdaptiveAgent:
             raise ValueError("BayesAdaptiveAgent is the optimum of fresh deals: make the env with "
                              "repeat_instance=False (with repeated deals the deal-known play is the ceiling)")
         self._env = base
-        self._solver, self._prior = _solver(game, base.population if population is None else population,
-                                            base.seat_option)
+        population = base.population if population is None else population
+        if reason := unsolvable(game, population, int(env.get_wrapper_attr("num_episodes"))):
+            raise ValueError(f"BayesAdaptiveAgent: {reason}")
+        self._solver, self._prior = _solver(game, population, base.seat_option)
         self._belief = self._prior
         self._probe = probe
         self._live: pyspiel.State | None = None   # the hand being played (the env builds a state per hand)

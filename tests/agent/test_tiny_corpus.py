@@ -28,6 +28,9 @@ def test_the_tiny_models_size_follows_the_config_and_bad_sizes_are_refused(tmp_p
     config = apply_overrides(TrainConfig(), {"tiny_hidden_size": 96, "tiny_layers": 3})
     built = json.loads((Path(base_model_path(config, tmp_path)) / "config.json").read_text())
     assert (built["hidden_size"], built["intermediate_size"], built["num_hidden_layers"]) == (96, 192, 3)
-    for bad in ({"tiny_layers": 0}, {"tiny_hidden_size": 66}):
+    # the run's folder holds that model: asking it for another size is refused, not ignored
+    with pytest.raises(ValueError, match="holds a tiny model of width 96 and 3 layers.*asks for 64 and 2"):
+        base_model_path(TrainConfig(), tmp_path)
+    for bad in ({"tiny_layers": 0}, {"tiny_hidden_size": 66}, {"tiny_hidden_size": 12}):
         with pytest.raises(ValueError, match="tiny_layers must be >= 1"):
             apply_overrides(TrainConfig(), bad)

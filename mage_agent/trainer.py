@@ -71,6 +71,10 @@ from .sampling import Sampler, TorchSampler
 _LOSS_KEYS = ("policy_loss", "kl", "entropy", "clip_fraction", "approx_kl", "grad_norm")
 #: The update's count of the tokens its logged entropy averages over (not logged itself).
 _ENTROPY_TOKENS = "entropy_tokens"
+#: The update's first minibatch, scored before any optimizer step: the sum over its tokens of
+#: |sampling-time − scoring-time log-prob| and their count. Their ratio, ``sampling_gap``, is
+#: float rounding when the sampler plays the policy that is trained, and large when it does not.
+_GAP, _GAP_TOKENS = "sampling_gap", "sampling_gap_tokens"
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
@@ -449,7 +453,8 @@ class Trainer:
                         stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
                                                           None if reference is None else reference[chosen], token_count,
                                                           entropy_coef if bonus_count else 0.0,
-                                                          bonus_count if choices_only else None)
+                                                          bonus_count if choices_only else None,
+                                                          measure_gap=epoch == 0 and step == 0)
                         for key, value in stats.items():
                             sums[key] += value
                         steps += 1
@@ -465,19 +470,22 @@ class Trainer:
         total = {key: sum(part.get(key, 0.0) for part, _ in totals) for key in {k for part, _ in totals for k in part}}
         # the entropy: a mean over every token the bonus counts (a step without any adds nothing)
         entropy_tokens = total.pop(_ENTROPY_TOKENS, 0.0)
+        gap_tokens, gap = total.pop(_GAP_TOKENS, 0.0), total.pop(_GAP, 0.0)
         means = {key: value / (entropy_tokens if key == "entropy" else steps) for key, value in total.items()
                  if key != "entropy" or entropy_tokens}
-        return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef}
+        return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef,
+                **({_GAP: gap / gap_tokens} if gap_tokens else {})}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float,
-                             bonus_count: float | None = None) -> dict[str, float]:
+                             bonus_count: float | None = None, measure_gap: bool = False) -> dict[str, float]:
         """Forward and backward on one minibatch, one micro-batch at a time (the gradients
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
         step's tokens on every process), the entropy bonus over ``bonus_count`` choice tokens
         (:func:`_choice_tokens`; ``None``: every token); returns the minibatch's token-mean
         diagnostics, but the entropy as a sum over the tokens the bonus counts, beside their
-        number (:data:`_ENTROPY_TOKENS`)."""
+        number (:data:`_ENTROPY_TOKENS`); with ``measure_gap`` (before any optimizer step of the
+        update) also the sampler's log-probs against the policy's (:data:`_GAP`)."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
@@ -499,6 +507,9 @@ class Trainer:
                                   token_count=token_count, clip_high=algo.clip_high, aggregation=algo.loss_aggregation,
                                   entropy_mask=choices, entropy_count=bonus_count)
             part_stats.loss.backward()
+            if measure_gap:
+                stats[_GAP] += float(((old - new.detach()).abs() * mask).sum())
+                stats[_GAP_TOKENS] += float(mask.sum())
             weight = sum(len(t.completion_ids) for t in part) / own_tokens
             for key in _LOSS_KEYS[:-1]:
                 if key != "entropy":

@@ -39,6 +39,17 @@ def test_training_changes_weights_and_logs_every_iteration(tmp_path):
     assert (tmp_path / "run" / "checkpoints" / "latest").read_text() == "iter-000004"
 
 
+def test_the_sampling_gap_is_rounding_when_the_sampler_plays_the_policy_and_large_when_not(tmp_path):
+    gaps = []
+    for shift in (0.0, 0.5):   # the same first iteration; then as if another policy had sampled it
+        trainer = Trainer(run_config(tmp_path, f"gap-{shift}", iterations=1), progress=False)
+        turns, advantages, _ = trainer.credit(trainer.collect(0))
+        for turn in turns:
+            turn.logprobs = [value - shift for value in turn.logprobs]
+        gaps.append(trainer.update(turns, advantages, 0)["sampling_gap"])
+    assert gaps[0] < 1e-5 and gaps[1] == pytest.approx(0.5, abs=1e-5)   # float32: the same numbers
+
+
 def test_killed_and_resumed_run_is_bit_identical(tmp_path, train_until_killed):
     straight = Trainer(run_config(tmp_path, "straight"), progress=False)
     straight.train()

@@ -77,9 +77,10 @@ def test_resuming_with_other_settings_says_which(tmp_path):
 
 
 def test_setting_changes_keep_one_entry_per_setting_whatever_its_value():
+    from mage_agent.build import resolved
     from mage_agent.trainer import setting_changes
 
-    stored = TrainConfig().to_dict()
+    stored = resolved(TrainConfig()).to_dict()   # what a run saves: its population and held-out written out
     stored["env"]["population"] = {"conservative": 1.0, "aggressive": 1.0}   # a value with ", " in it
     del stored["algo"]["std_of"]   # a setting the stored run's code predated
     changes = setting_changes(stored, TrainConfig())

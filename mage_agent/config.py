@@ -345,6 +345,12 @@ class TrainConfig:
             raise ValueError("league_interval and league_pool_size must be >= 1 and league_pfsp_power >= 0")
         if not 0 < league.league_share < 1:
             raise ValueError(f"league_share must be in (0, 1), got {league.league_share}")
+        heldout = self.env.heldout
+        if heldout is not None and (not isinstance(heldout, list) or not all(isinstance(h, str) for h in heldout)):
+            raise ValueError(f'heldout must be a list of archetype ids (JSON: ["maniac"]) or null, got {heldout!r}')
+        if not isinstance(self.env.population, dict):
+            raise ValueError(f'population must map archetype ids to weights (JSON: {{"aggressive": 1.0}}), '
+                             f"got {self.env.population!r}")
         bad = [name for name, options in self.env.extra_evals.items() if not isinstance(options, dict)]
         if bad:
             raise ValueError(f"extra_evals maps a name to env options (a JSON object); {bad[0]!r} maps to "

@@ -157,6 +157,8 @@ def test_unknown_archetypes_suggest_the_closest(overrides, message):
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["--heldout", '"maniac"'], 'heldout must be a list of archetype ids (JSON: ["maniac"]) or null, got \'maniac\''),
+    (["--population", '["aggressive"]'], "population must map archetype ids to weights"),
     (["--scope", "globl"], "argument --scope: invalid choice 'globl' (did you mean 'global'?)"),
     (["--learning-rte", "1"], "unrecognized arguments: --learning-rte (did you mean '--learning-rate'?)"),
     (["--env-id", "mage/KunhPoker-meta-v0"], "did you mean 'mage/KuhnPoker-meta-v0'?"),

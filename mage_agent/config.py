@@ -206,6 +206,9 @@ class AlgoConfig:
     kl_estimator: KlEstimator = field(default="k3", metadata={
         "help": "the KL penalty's loss term: 'k3' (exp(d) - d - 1, TRL's GRPO) or 'k2' (d^2 / 2: the on-policy "
                 "gradient of KL(policy || reference), no exp(d) blow-up on tokens the reference likes far more)"})
+    format_coef: float = field(default=0.0, metadata={
+        "help": "weight of -log(the first token's probability of starting a legal answer) on free-text answers: "
+                "holds the policy's mass on legal actions, which updates can leak to junk first tokens (0: off)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
@@ -332,6 +335,8 @@ class TrainConfig:
         if self.model.tiny_layers < 1 or self.model.tiny_hidden_size < 8 or self.model.tiny_hidden_size % 8:
             raise ValueError("tiny_layers must be >= 1 and tiny_hidden_size a positive multiple of 8 (four heads, "
                              "each of an even size for its rotary positions)")
+        if self.algo.format_coef < 0:
+            raise ValueError(f"format_coef must be >= 0, got {self.algo.format_coef}")
         if self.algo.micro_batch_tokens < 0:
             raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:

@@ -94,6 +94,18 @@ class LoraSettings:
         return list(range(num_layers - self.top_layers, num_layers)) if self.top_layers else None
 
 
+@dataclass(frozen=True)
+class Scored:
+    """Completions scored by :meth:`Policy.score_completions`: per-token log-probs,
+    entropies and the token mask, ``(rows, longest completion)``, and per row the log of the
+    probability that the first token is one of the row's ``choice_ids`` (0 for rows without)."""
+
+    logprobs: torch.Tensor
+    entropy: torch.Tensor
+    mask: torch.Tensor
+    choice_log_mass: torch.Tensor
+
+
 class Policy:
     """A causal LM (with LoRA when ``lora`` is given) and its tokenizer, that scores
     completions (a :class:`~mage_agent.sampling.Sampler` samples them)."""
@@ -291,6 +303,23 @@ class Policy:
         none) gets, as its first token's entropy, that of the first token's distribution
         renormalised over them: how undecided the choice is, not the whole vocabulary.
         """
+        scored = self.score_completions(prompt_ids, completion_ids, temperature, allowed_ids, reference, choice_ids)
+        return scored.logprobs, scored.entropy, scored.mask
+
+    def score_completions(
+        self,
+        prompt_ids: Sequence[list[int]],
+        completion_ids: Sequence[list[int]],
+        temperature: float = 1.0,
+        allowed_ids: Sequence[list[int] | None] | None = None,
+        reference: bool = False,
+        choice_ids: Sequence[list[int] | None] | None = None,
+        choice_entropy: bool = True,
+    ) -> Scored:
+        """:meth:`completion_logprobs`, with each row's log-probability that its first token
+        is one of its ``choice_ids`` (how much of a free-text answer's first step names a legal
+        action at all); ``choice_entropy=False`` keeps the first token's entropy over the whole
+        vocabulary."""
         rows = len(prompt_ids)
         model, context = self._scorer(reference)
         columns = self.logit_columns(allowed_ids) if self.packed_forward else None
@@ -316,9 +345,12 @@ class Policy:
         log_probs = torch.log_softmax(scores, -1)
         token_logprobs = log_probs.gather(-1, targets[:, :, None])[:, :, 0]
         entropy = _entropy(log_probs)
+        choice_log_mass = torch.zeros(rows, device=log_probs.device)
         if choice_ids is not None and any(choice_ids):
-            entropy = _with_choice_entropy(entropy, scores, choice_ids, columns)
-        return token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask
+            if choice_entropy:
+                entropy = _with_choice_entropy(entropy, scores, choice_ids, columns)
+            choice_log_mass = _choice_log_mass(log_probs, choice_ids)
+        return Scored(token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask, choice_log_mass)
 
     def _padded_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
                                   completion_ids: Sequence[list[int]]) -> torch.Tensor:
@@ -428,6 +460,39 @@ def _entropy(log_probs: torch.Tensor) -> torch.Tensor:
     return -(probs * log_probs.masked_fill(probs == 0, 0.0)).sum(-1)
 
 
+def _choice_index(choice_ids: Sequence[list[int] | None],
+                  device: torch.device) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    """The rows that have ``choice_ids``, their ids padded to one width (with the row's first
+    id) and where the padding is.
+
+    Example:
+        >>> _choice_index([[4, 5], None, [6]], torch.device("cpu"))
+        (tensor([0, 2]), tensor([[4, 5],
+                [6, 6]]), tensor([[False, False],
+                [False,  True]]))
+    """
+    chosen = [(row, ids) for row, ids in enumerate(choice_ids) if ids]
+    rows = torch.tensor([row for row, _ in chosen], dtype=torch.long, device=device)
+    width = max(len(ids) for _, ids in chosen)
+    index = torch.tensor([ids + [ids[0]] * (width - len(ids)) for _, ids in chosen], device=device)
+    padding = torch.tensor([[j >= len(ids) for j in range(width)] for _, ids in chosen], device=device)
+    return rows, index, padding
+
+
+def _choice_log_mass(log_probs: torch.Tensor, choice_ids: Sequence[list[int] | None]) -> torch.Tensor:
+    """Per row, the log of the first token's probability mass on ``choice_ids`` (0 where a
+    row has none).
+
+    Example:
+        >>> log_probs = torch.log(torch.tensor([[[0.5, 0.3, 0.2]], [[0.1, 0.1, 0.8]]]))
+        >>> _choice_log_mass(log_probs, [[0, 1], None]).exp()
+        tensor([0.8000, 1.0000])
+    """
+    rows, index, padding = _choice_index(choice_ids, log_probs.device)
+    legal = log_probs[rows, 0].gather(-1, index).masked_fill(padding, float("-inf"))
+    return torch.zeros(log_probs.shape[0], device=log_probs.device).index_put((rows,), torch.logsumexp(legal, -1))
+
+
 def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids: Sequence[list[int] | None],
                          columns: torch.Tensor | None) -> torch.Tensor:
     """``entropy`` with each choice row's first entry replaced by the entropy of its first
@@ -441,11 +506,7 @@ def _with_choice_entropy(entropy: torch.Tensor, scores: torch.Tensor, choice_ids
     their renormalised distribution's change as it is) until the log-sum-exp's first-order
     change is zero; the value is unchanged."""
     assert columns is None, "choice_ids are for free-text rows: a batch scored over allowed columns has none"
-    chosen = [(row, ids) for row, ids in enumerate(choice_ids) if ids]
-    rows = torch.tensor([row for row, _ in chosen], dtype=torch.long, device=scores.device)
-    width = max(len(ids) for _, ids in chosen)
-    index = torch.tensor([ids + [ids[0]] * (width - len(ids)) for _, ids in chosen], device=scores.device)
-    padding = torch.tensor([[j >= len(ids) for j in range(width)] for _, ids in chosen], device=scores.device)
+    rows, index, padding = _choice_index(choice_ids, scores.device)
     legal = scores[rows, 0].gather(-1, index)
     log_probs = torch.log_softmax(legal.masked_fill(padding, float("-inf")), -1)
     probs = log_probs.exp()

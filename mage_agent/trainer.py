@@ -75,6 +75,10 @@ _ENTROPY_TOKENS = "entropy_tokens"
 #: |sampling-time − scoring-time log-prob| and their count. Their ratio, ``sampling_gap``, is
 #: float rounding when the sampler plays the policy that is trained, and large when it does not.
 _GAP, _GAP_TOKENS = "sampling_gap", "sampling_gap_tokens"
+#: The update's free-text answers as scored by its steps: the sum of their first tokens'
+#: probability of starting a legal answer, and their count. Their ratio, ``choice_mass``, falls
+#: below 1 where an update leaks probability to first tokens that name no legal action.
+_MASS, _MASS_ROWS = "choice_mass", "choice_mass_rows"
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
@@ -448,13 +452,15 @@ class Trainer:
                     # every process's tokens (or completions) of this step: the loss's denominator
                     token_count = world.sum(_count(batch, algo.loss_aggregation))
                     bonus_count = world.sum(_choice_count(batch, algo.loss_aggregation)) if choices_only else token_count
+                    free_text_rows = world.sum(sum(1 for t in batch if t.choice_ids)) if algo.format_coef else 0
                     self.optimizer.zero_grad(set_to_none=True)
                     if batch:
                         stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
                                                           None if reference is None else reference[chosen], token_count,
                                                           entropy_coef if bonus_count else 0.0,
                                                           bonus_count if choices_only else None,
-                                                          measure_gap=epoch == 0 and step == 0)
+                                                          measure_gap=epoch == 0 and step == 0,
+                                                          free_text_rows=free_text_rows)
                         for key, value in stats.items():
                             sums[key] += value
                         steps += 1
@@ -471,31 +477,38 @@ class Trainer:
         # the entropy: a mean over every token the bonus counts (a step without any adds nothing)
         entropy_tokens = total.pop(_ENTROPY_TOKENS, 0.0)
         gap_tokens, gap = total.pop(_GAP_TOKENS, 0.0), total.pop(_GAP, 0.0)
+        mass_rows, mass = total.pop(_MASS_ROWS, 0.0), total.pop(_MASS, 0.0)
         means = {key: value / (entropy_tokens if key == "entropy" else steps) for key, value in total.items()
                  if key != "entropy" or entropy_tokens}
         return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef,
-                **({_GAP: gap / gap_tokens} if gap_tokens else {})}
+                **({_GAP: gap / gap_tokens} if gap_tokens else {}), **({_MASS: mass / mass_rows} if mass_rows else {})}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float,
-                             bonus_count: float | None = None, measure_gap: bool = False) -> dict[str, float]:
+                             bonus_count: float | None = None, measure_gap: bool = False,
+                             free_text_rows: float = 0) -> dict[str, float]:
         """Forward and backward on one minibatch, one micro-batch at a time (the gradients
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
         step's tokens on every process), the entropy bonus over ``bonus_count`` choice tokens
         (:func:`_choice_tokens`; ``None``: every token); returns the minibatch's token-mean
         diagnostics, but the entropy as a sum over the tokens the bonus counts, beside their
         number (:data:`_ENTROPY_TOKENS`); with ``measure_gap`` (before any optimizer step of the
-        update) also the sampler's log-probs against the policy's (:data:`_GAP`)."""
+        update) also the sampler's log-probs against the policy's (:data:`_GAP`). With
+        ``algo.format_coef`` the loss adds ``-format_coef * log(choice mass)`` of each free-text
+        answer (:data:`_MASS`), averaged over ``free_text_rows`` (the step's on every process)."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
         for rows in self._micro_batches(batch):
             part = [batch[i] for i in rows]
-            new, entropy, mask = self.policy.completion_logprobs(
+            free_text = torch.tensor([bool(t.choice_ids) for t in part])
+            scored = self.policy.score_completions(
                 [t.prompt_ids for t in part], [t.completion_ids for t in part],
                 temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part],
-                choice_ids=None if bonus_count is None else [t.choice_ids for t in part],
+                choice_ids=[t.choice_ids for t in part] if bool(free_text.any()) else None,
+                choice_entropy=bonus_count is not None,
             )
+            new, entropy, mask = scored.logprobs, scored.entropy, scored.mask
             old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
             ref = None if reference is None else reference[rows, : new.shape[1]].to(new.device)
             part_advantages = torch.tensor(advantages[rows], dtype=torch.float32, device=new.device)
@@ -506,7 +519,13 @@ class Trainer:
                                   kl_coef=algo.kl_coef, kl_estimator=algo.kl_estimator, entropy_coef=entropy_coef,
                                   token_count=token_count, clip_high=algo.clip_high, aggregation=algo.loss_aggregation,
                                   entropy_mask=choices, entropy_count=bonus_count)
-            part_stats.loss.backward()
+            loss = part_stats.loss
+            if free_text_rows:
+                loss = loss - algo.format_coef * scored.choice_log_mass.sum() / free_text_rows
+            loss.backward()
+            if bool(free_text.any()):
+                stats[_MASS] += float(scored.choice_log_mass.detach().exp()[free_text.to(new.device)].sum())
+                stats[_MASS_ROWS] += float(free_text.sum())
             if measure_gap:
                 stats[_GAP] += float(((old - new.detach()).abs() * mask).sum())
                 stats[_GAP_TOKENS] += float(mask.sum())

@@ -275,6 +275,34 @@ def test_a_free_text_answer_gets_the_bonus_on_its_first_token_and_a_reflection_n
     assert logged["entropy"] == pytest.approx(float(chosen.mean()), rel=1e-5)
 
 
+def test_format_coef_raises_the_legal_first_tokens_mass(tmp_path):
+    """Free-text turns with no advantage and no entropy bonus: with format_coef the update
+    raises the first token's probability of starting a legal answer (logged as choice_mass,
+    the mean over the update's steps), without it nothing moves."""
+    import dataclasses
+
+    def update(name: str, format_coef: float) -> tuple[Trainer, list, dict]:
+        trainer = Trainer(run_config(tmp_path, name, iterations=1, entropy_coef=0.0, format_coef=format_coef,
+                                     warmup_iterations=0), progress=False)
+        turns, advantages, _ = trainer.credit(trainer.collect(0))
+        turns = [dataclasses.replace(t, allowed_ids=None, choice_ids=t.allowed_ids[:1]) for t in turns]
+        before = mass(trainer, turns)
+        logged = trainer.update(turns, np.zeros_like(advantages), 0)
+        return before, mass(trainer, turns), logged
+
+    def mass(trainer: Trainer, turns: list) -> float:
+        with torch.no_grad():
+            scored = trainer.policy.score_completions([t.prompt_ids for t in turns], [t.completion_ids for t in turns],
+                                                      choice_ids=[t.choice_ids for t in turns])
+        return float(scored.choice_log_mass.exp().mean())
+
+    before, after, logged = update("format", 1.0)
+    assert 0 < before < after < 1
+    assert before <= logged["choice_mass"] <= after   # the steps' mean, the first one scored before any step
+    still_before, still_after, plain = update("plain", 0.0)
+    assert still_after == pytest.approx(still_before, abs=1e-7) and plain["choice_mass"] == pytest.approx(before, abs=1e-6)
+
+
 def test_the_kl_estimator_reaches_the_update(tmp_path):
     """The same seeded iteration with each estimator: the first step starts at the reference
     (both penalties' gradients are 0), later steps differ."""

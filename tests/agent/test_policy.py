@@ -56,6 +56,25 @@ def test_a_free_text_choice_gets_the_entropy_of_its_first_token_among_the_legal_
     assert torch.equal(logprobs, plain[0]) and torch.equal(mask, plain[2])
 
 
+def test_the_choice_mass_is_the_first_tokens_probability_of_a_legal_answer(tokenizer):
+    """By hand from the model's logits at the sampling temperature: a free-text row's choice
+    mass is the softmax's sum over its legal first tokens; a row without choices gets log 1;
+    the log-probs, entropies and mask are :meth:`completion_logprobs`' (with choice entropy off:
+    the plain ones)."""
+    policy = Policy(build_model(tokenizer, TinyConfig(seed=4)), tokenizer)
+    prompts = [policy.encode_words(["You hold the King"])[0], policy.encode_words(["Opponent bets . You"])[0]]
+    completions = [list(policy.encode_words(["bet , call"])[0]), list(policy.encode_words(["fold ."])[0])]
+    legal = policy.first_token_ids(["check", "bet"])
+    scored = policy.score_completions(prompts, completions, temperature=0.7, choice_ids=[legal, None],
+                                      choice_entropy=False)
+    with torch.no_grad():
+        logits = policy.model(torch.tensor([list(prompts[0])])).logits[0, -1].float() / 0.7
+    assert scored.choice_log_mass.exp().tolist() == pytest.approx(
+        [float(torch.softmax(logits, -1)[legal].sum()), 1.0], abs=1e-6)
+    plain = policy.completion_logprobs(prompts, completions, temperature=0.7)
+    assert all(torch.equal(a, b) for a, b in zip((scored.logprobs, scored.entropy, scored.mask), plain))
+
+
 def test_a_choice_entropy_gradient_reshapes_the_choice_and_keeps_the_legal_mass():
     """By hand on logits: the choice entropy's value is the renormalised entropy; its gradient
     is the plain one shifted by one constant over the legal tokens (so the renormalised

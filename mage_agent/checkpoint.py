@@ -110,12 +110,25 @@ def save_checkpoint(
 
 
 def latest_checkpoint(root: Path) -> Path | None:
-    """The newest complete checkpoint under ``root``, if any."""
+    """The complete checkpoint under ``root`` that ``latest`` names; without that pointer (lost,
+    or checkpoint folders copied without it) the newest complete ``iter-*`` folder; else None.
+
+    Example:
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> for name in ("iter-000010", "iter-000020", "iter-000030"):
+        ...     (root / name).mkdir()
+        >>> for name in ("iter-000010", "iter-000020"):   # iter-000030: never completed
+        ...     _ = (root / name / "state.json").write_text("{}")
+        >>> latest_checkpoint(root).name
+        'iter-000020'
+    """
     pointer = root / "latest"
-    if not pointer.exists():
-        return None
-    folder = root / pointer.read_text().strip()
-    return folder if (folder / "state.json").exists() else None
+    if pointer.exists():
+        folder = root / pointer.read_text().strip()
+        return folder if (folder / "state.json").exists() else None
+    complete = sorted(folder for folder in root.glob("iter-*") if (folder / "state.json").exists())
+    return complete[-1] if complete else None
 
 
 def run_folder_of(checkpoint: Path) -> Path:

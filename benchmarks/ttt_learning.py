@@ -93,10 +93,15 @@ def room_for_adaptation(report: dict) -> str:
         >>> room_for_adaptation({"opponents": pool, "training_population": {"a": 1, "b": 1},
         ...                      "best_nonadaptive_value": 0.7})
         'Room for adaptation: the best non-adaptive value against the training pool is +0.700, the mean best response +0.750: learning within a meta-episode can add at most 0.050 a game.'
+        >>> room_for_adaptation({"opponents": pool, "training_population": {"a": 1}, "best_nonadaptive_value": None})[:41]
+        'Room for adaptation: not computed for thi'
     """
     pool = report["training_population"]
-    best = sum(report["opponents"][name]["best_response_value"] * w for name, w in pool.items()) / sum(pool.values())
     fixed = report["best_nonadaptive_value"]
+    if fixed is None:   # a member without a policy table (a search bot): no exact best non-adaptive value
+        return ("Room for adaptation: not computed for this pool (the best non-adaptive value needs every "
+                "member's policy as a table; a search bot such as mcts-100 has none).")
+    best = sum(report["opponents"][name]["best_response_value"] * w for name, w in pool.items()) / sum(pool.values())
     return (f"Room for adaptation: the best non-adaptive value against the training pool is {fixed:+.3f}, "
             f"the mean best response {best:+.3f}: learning within a meta-episode can add at most "
             f"{best - fixed:.3f} a game.")

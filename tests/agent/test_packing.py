@@ -286,13 +286,13 @@ def test_an_update_over_kept_frozen_layers_trains_as_one_that_runs_them_every_ep
     turns, advantages, _ = kept.credit(kept.collect(0))
     inputs = {tuple(t.prompt_ids) + tuple(t.completion_ids[:-1]) for t in turns}
     held = []
-    original = Policy.completion_logprobs
+    original = Policy.score_completions
 
     def recorded(policy, *args, **kwargs):
         held.append(None if policy._trunk is None else len(policy._trunk.states))
         return original(policy, *args, **kwargs)
 
-    monkeypatch.setattr(Policy, "completion_logprobs", recorded)
+    monkeypatch.setattr(Policy, "score_completions", recorded)
     metrics = kept.update(turns, advantages, 0)
     assert held[0] == 0 and held[-1] == len(inputs)   # kept by the first epoch, read by the second
     plain = Trainer(run_config(tmp_path, "plain", **options), progress=False)

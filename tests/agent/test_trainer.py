@@ -145,8 +145,8 @@ def test_micro_batches_accumulate_to_the_minibatch_update(tmp_path):
     split = Trainer(run_config(tmp_path, "split", micro_batch_size=3, **extra), progress=False)
     initial = parameters(split)
     scored = []
-    score = split.policy.completion_logprobs
-    split.policy.completion_logprobs = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
+    score = split.policy.score_completions
+    split.policy.score_completions = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
                                                                          score(prompts, *args, **kwargs))[1]
     a, b = whole.train()[-1], split.train()[-1]
     assert scored and max(scored) == 3 and sum(scored) > 3  # scored in micro-batches, the reference too
@@ -167,8 +167,8 @@ def test_reference_log_probs_are_scored_in_the_token_budgeted_micro_batches(tmp_
     whole = trainer._reference_logprobs(turns)
     trainer.token_budget = 2 * max(len(t.prompt_ids) + len(t.completion_ids) for t in turns)
     scored = []
-    score = trainer.policy.completion_logprobs
-    trainer.policy.completion_logprobs = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
+    score = trainer.policy.score_completions
+    trainer.policy.score_completions = lambda prompts, *args, **kwargs: (scored.append(len(prompts)),
                                                                            score(prompts, *args, **kwargs))[1]
     split = trainer._reference_logprobs(turns)
     assert len(scored) > 1 and sum(scored) == len(turns)

@@ -43,10 +43,7 @@ def replay(checkpoint: Path, format_coef: float, iterations: int, scratch: Path,
     trainer = Trainer(config, resume=True, progress=False)
     rows = []
     for iteration in range(trainer.start_iteration, trainer.start_iteration + iterations):
-        batch = trainer.collect(iteration)
-        turns, advantages, diagnostics = trainer.credit(batch)
-        stats = trainer.update(turns, advantages, iteration)
-        metrics = trainer.summarise(iteration, batch, {**diagnostics, **stats}, 1.0, 1.0)
+        metrics, _ = trainer.run_iteration(iteration)
         rows.append({key: metrics[key] for key in KEYS if key in metrics})
         print(f"format_coef {format_coef:g}: {json.dumps(rows[-1])}", flush=True)
     return rows

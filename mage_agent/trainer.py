@@ -317,20 +317,7 @@ class Trainer:
                    total=run.iterations, desc="mage train", disable=not self.progress)
         self._bar = bar
         for iteration in bar:
-            started = time.perf_counter()
-            batch = self.collect(iteration)
-            rollout_seconds = time.perf_counter() - started  # the first draw: what tokens_per_second counts
-            turns, advantages, diagnostics = self.credit(batch)
-            if self.config.algo.dynamic_sampling:
-                turns, advantages, refill = self.refill(iteration, batch, turns, advantages)
-                diagnostics.update(refill)
-            stats = self.update(turns, advantages, iteration)
-            metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
-                                     time.perf_counter() - started)
-            if self._probe is not None and self._probe.due(iteration):
-                metrics.update(self._probe.measure(self.policy))
-            if self.league is not None:
-                metrics.update(self._league_step(iteration, batch))
+            metrics, batch = self.run_iteration(iteration)
             self.log(metrics, bar)
             self.keep_rejected(iteration + 1, batch)
             if run.checkpoint_every and (iteration + 1) % run.checkpoint_every == 0 and self.world.is_main:
@@ -341,6 +328,26 @@ class Trainer:
         if self._writer is not None:
             self._writer.close()
         return self.history
+
+    def run_iteration(self, iteration: int) -> tuple[dict[str, Any], RolloutBatch]:
+        """One iteration's stages (collect, credit, dynamic sampling's refill, update) and its
+        metrics, the probe's and the league's included, beside its first draw's rollouts;
+        nothing is logged or saved (:meth:`train` does that)."""
+        started = time.perf_counter()
+        batch = self.collect(iteration)
+        rollout_seconds = time.perf_counter() - started  # the first draw: what tokens_per_second counts
+        turns, advantages, diagnostics = self.credit(batch)
+        if self.config.algo.dynamic_sampling:
+            turns, advantages, refill = self.refill(iteration, batch, turns, advantages)
+            diagnostics.update(refill)
+        stats = self.update(turns, advantages, iteration)
+        metrics = self.summarise(iteration, batch, {**diagnostics, **stats}, rollout_seconds,
+                                 time.perf_counter() - started)
+        if self._probe is not None and self._probe.due(iteration):
+            metrics.update(self._probe.measure(self.policy))
+        if self.league is not None:
+            metrics.update(self._league_step(iteration, batch))
+        return metrics, batch
 
     def collect(self, iteration: int, draw: int = 0) -> RolloutBatch:
         """Stage 1: draw the groups of this iteration and play this process's share.

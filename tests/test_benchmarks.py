@@ -605,3 +605,32 @@ def test_the_smollm2_final_hand_error_is_stratified_by_the_final_hands_deal_and_
     assert sorted(strata.values()) == [[-1.0, 1.0], [1.0, 1.0]]
     # within-cell spread only: var 2 in one cell of weight 1/2, none in the other
     assert smollm2_learning.stratified_stderr(list(strata.values())) == pytest.approx(np.sqrt(0.25 * 2 / 2))
+
+
+def test_free_text_replay_repeats_a_run_from_its_checkpoint(tmp_path):
+    """Replayed from iteration 2's checkpoint with the run's own settings (format_coef 0), in a
+    process of its own, iterations 3 and 4 give the run's metrics exactly. format_coef acts on
+    free-text answers only, and the tiny model answers with action tokens, so with 1 they are
+    the same too. A folder that is no checkpoint is refused."""
+    from mage_agent.config import TrainConfig, apply_overrides
+    from mage_agent.trainer import Trainer
+
+    run = tmp_path / "run"
+    history = Trainer(apply_overrides(TrainConfig(), {
+        "iterations": 4, "groups_per_iteration": 4, "group_size": 2, "checkpoint_every": 2, "eval_meta_episodes": 0,
+        "tensorboard": False, "minibatch_size": 8, "warmup_iterations": 1, "output_dir": str(run)}),
+        progress=False).train()
+    out = tmp_path / "replay.json"
+    done = subprocess.run([sys.executable, str(SCRIPT.parent / "free_text_replay.py"), "--checkpoint",
+                           str(run / "checkpoints" / "iter-000002"), "--format-coef", "0", "1", "--iterations", "2",
+                           "--threads", "1", "--scratch", str(tmp_path / "scratch"), "--out", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    replayed = json.loads(out.read_text())["format_coef"]
+    for rows in replayed.values():
+        assert [row["iteration"] for row in rows] == [3, 4]
+        for row, logged in zip(rows, history[2:]):
+            assert row == {key: logged[key] for key in row}
+    missing = subprocess.run([sys.executable, str(SCRIPT.parent / "free_text_replay.py"), "--checkpoint",
+                              str(tmp_path)], capture_output=True, text=True, timeout=120)
+    assert missing.returncode == 2 and "no checkpoint folder" in missing.stderr

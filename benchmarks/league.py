@@ -7,6 +7,9 @@ default was chosen on them), read, never written, from ``--default-dir``, and th
 * ``default-900`` — ``mage-other-seeds``: the defaults (900 iterations);
 * ``random-style`` — ``random-style-other-seeds``: the defaults (900 iterations) with
   ``random-style`` in the population (today's default population);
+* ``random-style-league``, ``equilibrium`` — ``random-style-league-other-seeds`` and
+  ``equilibrium-other-seeds``: that population with a league of best responses, or with the
+  first hand pulled toward Nash (``equilibrium_coef: 1``);
 * ``league``      — the defaults at 600 iterations with ``--league true --league-sampling pfsp``
   (a snapshot every 100 iterations, 4 kept), trained here into ``--output-dir`` and paired
   with ``default`` by seed.
@@ -46,7 +49,8 @@ OPPONENTS = ["cfr-argmax", "nash"]
 META_EPISODES = 300
 #: The runs of benchmarks/learning.py each default variant reads.
 DEFAULT_RUNS = {"default": "iterations-600-other-seeds", "default-900": "mage-other-seeds",
-                "random-style": "random-style-other-seeds", "random-style-league": "random-style-league-other-seeds"}
+                "random-style": "random-style-other-seeds", "random-style-league": "random-style-league-other-seeds",
+                "equilibrium": "equilibrium-other-seeds"}
 VARIANTS = [*DEFAULT_RUNS, "league"]
 
 

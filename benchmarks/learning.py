@@ -50,6 +50,8 @@ until ``random-style`` joined it) unless it sets its own population:
   settings (not paired: no fresh-deal run of the default population is on those seeds);
   ``random-style-league-other-seeds`` adds a league of the learner's first hand and the exact
   best response to it, refreshed every 2 iterations (paired with ``random-style-other-seeds``);
+  ``equilibrium-other-seeds`` pulls the first hand toward Nash instead (``equilibrium_coef: 1``,
+  paired with ``random-style-other-seeds``);
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
   iterations unless the variant sets its own (``packed_forward: false``), compared among
   themselves (not run unless named);
@@ -177,6 +179,12 @@ RANDOM_STYLE_LEAGUE = {"league": True, "league_members": "both", "league_samplin
 VARIANTS["random-style-league-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION,
                                                **RANDOM_STYLE_LEAGUE}
 PAIRED_WITH["random-style-league-other-seeds"] = "random-style-other-seeds"
+#: That population with the first hand pulled toward the equilibrium (``equilibrium_coef``: the
+#: loss adds KL(nash || policy) at the first hand's information states): one trial on seed 0,
+#: weight 1 set before it, measured on seeds 20-29, paired with ``random-style-other-seeds``.
+VARIANTS["equilibrium-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION,
+                                       "equilibrium_coef": 1.0}
+PAIRED_WITH["equilibrium-other-seeds"] = "random-style-other-seeds"
 #: The same population with fresh deals (``examples/fresh_deals.yaml``'s settings), seeds 20-29:
 #: no fresh-deal run of the default population exists on those seeds, so it is not paired.
 UNPAIRED_OTHER_SEEDS = {"fresh-deals-random-style-other-seeds": {

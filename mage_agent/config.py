@@ -209,6 +209,10 @@ class AlgoConfig:
     format_coef: float = field(default=0.0, metadata={
         "help": "weight of -log(the first token's probability of starting a legal answer) on free-text answers: "
                 "holds the policy's mass on legal actions, which updates can leak to junk first tokens (0: off)"})
+    equilibrium_coef: float = field(default=0.0, metadata={
+        "help": "weight of KL(equilibrium || policy) at the first hand's information states (empty memory; Kuhn and "
+                "Leduc with action tokens; the equilibrium is the 'nash' archetype's): pulls the first hand toward "
+                "Nash and leaves the later hands free to exploit (0: off)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
@@ -337,6 +341,8 @@ class TrainConfig:
                              "each of an even size for its rotary positions)")
         if self.algo.format_coef < 0:
             raise ValueError(f"format_coef must be >= 0, got {self.algo.format_coef}")
+        if self.algo.equilibrium_coef < 0:
+            raise ValueError(f"equilibrium_coef must be >= 0, got {self.algo.equilibrium_coef}")
         if self.algo.micro_batch_tokens < 0:
             raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:

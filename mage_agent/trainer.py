@@ -46,7 +46,9 @@ from mage_envs.opponents import Opponent
 from mage_envs.registration import game_of
 
 from .advantage import TurnTable, advantage_diagnostics, discounted_returns, group_advantages
+from .anchor import EquilibriumAnchor
 from .build import (
+    TINY,
     base_model_path,
     build_policy,
     env_kwargs,
@@ -79,6 +81,9 @@ _GAP, _GAP_TOKENS = "sampling_gap", "sampling_gap_tokens"
 #: probability of starting a legal answer, and their count. Their ratio, ``choice_mass``, falls
 #: below 1 where an update leaks probability to first tokens that name no legal action.
 _MASS, _MASS_ROWS = "choice_mass", "choice_mass_rows"
+#: With ``algo.equilibrium_coef``: the mean over the update's steps of the first hand's
+#: KL(equilibrium || policy) (:class:`~mage_agent.anchor.EquilibriumAnchor`), before each step.
+_EQUILIBRIUM_KL = "equilibrium_kl"
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
@@ -112,6 +117,8 @@ def earlier_run(output: Path) -> list[Path]:
 
 #: Settings that do not change what a run computes.
 NOT_RESULTS = ("output_dir", "threads", "tensorboard", "device", "checkpoint_every", "exploitability_every")
+#: Settings of the embedded tiny model alone: no change for any other model.
+TINY_ONLY = ("tiny_hidden_size", "tiny_layers")
 
 
 def changed_settings(stored: dict[str, Any], config: TrainConfig) -> str:
@@ -137,12 +144,21 @@ def setting_changes(stored: dict[str, Any], config: TrainConfig, unset: bool = T
         >>> del stored["algo"]["std_of"]
         >>> setting_changes(stored, TrainConfig()), setting_changes(stored, TrainConfig(), unset=False)
         (["std_of unset -> 'advantages'", 'iterations 400 -> 900'], ['iterations 400 -> 900'])
+
+    The tiny model's own settings count only for it:
+        >>> from mage_agent.config import apply_overrides
+        >>> hub = apply_overrides(TrainConfig(), {"name_or_path": "smollm2-135m"})
+        >>> stored = resolved(hub).to_dict()
+        >>> del stored["model"]["tiny_layers"]
+        >>> setting_changes(stored, hub)
+        []
     """
     changes = []
+    ignored = NOT_RESULTS if config.model.name_or_path == TINY else NOT_RESULTS + TINY_ONLY
     for section, fields in resolved(config).to_dict().items():
         for name, value in fields.items():
             old = stored.get(section, {}).get(name, _UNSET)
-            if name not in NOT_RESULTS and old != value and (unset or old is not _UNSET):
+            if name not in ignored and old != value and (unset or old is not _UNSET):
                 changes.append(f"{name} {'unset' if old is _UNSET else repr(old)} -> {value!r}")
     return changes
 
@@ -251,6 +267,7 @@ class Trainer:
                 self._drop_rejected_after(state.iteration)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
         self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
+        self._anchor = EquilibriumAnchor(self.policy, config) if config.algo.equilibrium_coef else None
         self.league = self._league(checkpoint_extras)
         #: tabulates the snapshots of a league run (its prompts built once)
         self._snapshots = ExploitabilityProbe(config) if self.league is not None else None
@@ -471,6 +488,11 @@ class Trainer:
                         for key, value in stats.items():
                             sums[key] += value
                         steps += 1
+                    if self._anchor is not None:   # every process the same term: its share of the sum
+                        divergence = self._anchor.kl()
+                        (algo.equilibrium_coef / world.size * divergence).backward()
+                        if batch:
+                            sums[_EQUILIBRIUM_KL] += float(divergence.detach())
                     self._stage(f"update: epoch {epoch + 1}/{algo.epochs}, step {step + 1}/{steps_per_epoch}")
                     world.sum_gradients(self.policy.trainable_parameters())
                     grad_norm = torch.nn.utils.clip_grad_norm_(self.policy.trainable_parameters(), algo.max_grad_norm)
@@ -485,10 +507,12 @@ class Trainer:
         entropy_tokens = total.pop(_ENTROPY_TOKENS, 0.0)
         gap_tokens, gap = total.pop(_GAP_TOKENS, 0.0), total.pop(_GAP, 0.0)
         mass_rows, mass = total.pop(_MASS_ROWS, 0.0), total.pop(_MASS, 0.0)
+        equilibrium = total.pop(_EQUILIBRIUM_KL, None)
         means = {key: value / (entropy_tokens if key == "entropy" else steps) for key, value in total.items()
                  if key != "entropy" or entropy_tokens}
         return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef,
-                **({_GAP: gap / gap_tokens} if gap_tokens else {}), **({_MASS: mass / mass_rows} if mass_rows else {})}
+                **({_GAP: gap / gap_tokens} if gap_tokens else {}), **({_MASS: mass / mass_rows} if mass_rows else {}),
+                **({_EQUILIBRIUM_KL: equilibrium / steps} if equilibrium is not None else {})}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float,

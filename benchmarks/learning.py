@@ -72,6 +72,11 @@ Results go to ``benchmarks/results/learning.json``, ``docs/learning.md`` and
 
     python benchmarks/learning.py --seeds 0 1 2 3 4 5 6 7 8 9 --variants mage cumulative --jobs 2
     python benchmarks/learning.py --summarise-only --seeds 0 1 2 3 4 5 6 7 8 9
+
+With ``--kept-dir DIR`` each evaluated run's ``eval.json`` is also copied to
+``DIR/<variant>-s<seed>.json`` when the benchmark ends (``benchmarks/results/learning-kept``
+holds those of the runs measured since; commit it), and a run that DIR holds counts as
+evaluated, so a fresh checkout trains only the seeds it lacks.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import shutil
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -237,6 +243,37 @@ def run_one(job: tuple[str, int, int, str, dict]) -> dict:
             Trainer(config, resume=checkpointed is not None, progress=False, overwrite=True).train()
         evaluate_run(folder)
     return {"variant": variant, "seed": seed, "report": json.loads((folder / "eval.json").read_text())}
+
+
+def restore_kept(kept: Path, jobs: list[tuple[str, int, int, str, dict]]) -> None:
+    """Put each job's kept evaluation (``kept/<variant>-s<seed>.json``) in its run folder
+    as ``eval.json`` where that has none: the run then counts as evaluated."""
+    for variant, seed, _, out, _ in jobs:
+        source, folder = kept / f"{variant}-s{seed}.json", run_dir(out, variant, seed)
+        if source.exists() and not (folder / "eval.json").exists():
+            folder.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, folder / "eval.json")
+
+
+def keep(kept: Path, jobs: list[tuple[str, int, int, str, dict]]) -> None:
+    """Copy each evaluated job's ``eval.json`` to ``kept/<variant>-s<seed>.json``.
+
+    Example (a run evaluated, kept, and put back in an empty output folder):
+        >>> import tempfile
+        >>> root = Path(tempfile.mkdtemp())
+        >>> jobs = [("mage", 3, 900, str(root / "runs"), {})]
+        >>> (root / "runs" / "mage-s3").mkdir(parents=True)
+        >>> _ = (root / "runs" / "mage-s3" / "eval.json").write_text("{}")
+        >>> keep(root / "kept", jobs)
+        >>> shutil.rmtree(root / "runs"); restore_kept(root / "kept", jobs)
+        >>> (root / "runs" / "mage-s3" / "eval.json").read_text()
+        '{}'
+    """
+    kept.mkdir(parents=True, exist_ok=True)
+    for variant, seed, _, out, _ in jobs:
+        report = run_dir(out, variant, seed) / "eval.json"
+        if report.exists():
+            shutil.copyfile(report, kept / f"{variant}-s{seed}.json")
 
 
 def _stored(folder: Path, config: TrainConfig, unset: bool = True) -> tuple[int, list[str]] | None:
@@ -525,6 +562,9 @@ def main() -> None:
     parser.add_argument("--output-dir", default="runs/learning")
     parser.add_argument("--summarise-only", action="store_true",
                         help="do not train: tabulate the runs already evaluated in --output-dir")
+    parser.add_argument("--kept-dir", type=Path, default=None,
+                        help="keep each evaluated run's eval.json here as <variant>-s<seed>.json (commit it) and "
+                             "take the runs it holds as evaluated: a fresh checkout trains only the seeds it lacks")
     parser.add_argument("--docs", action="store_true", help="also write docs/learning.md and docs/learning.png")
     parser.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "results" / "learning.json",
                         help="where the table goes (JSON)")
@@ -538,6 +578,8 @@ def main() -> None:
     iterations = args.iterations or TrainConfig().run.iterations
     forced = {"iterations": args.iterations} if args.iterations else {}
     jobs = [(v, s, iterations, args.output_dir, {**VARIANTS[v], **forced}) for s in args.seeds for v in args.variants]
+    if args.kept_dir:
+        restore_kept(args.kept_dir, jobs)
     if args.summarise_only:
         done = [job for job in jobs if (run_dir(job[3], job[0], job[1]) / "eval.json").exists()]
         for job in done:
@@ -547,6 +589,8 @@ def main() -> None:
     else:
         with multiprocessing.get_context("spawn").Pool(args.jobs) as pool:
             results = pool.map(run_one, jobs, chunksize=1)
+        if args.kept_dir:
+            keep(args.kept_dir, jobs)
     from mage_envs.oracle import bayes_adaptive_value, best_nonadaptive_value
 
     nonadaptive = best_nonadaptive_value("kuhn_poker", TRAINING).value

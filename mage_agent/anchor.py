@@ -34,7 +34,7 @@ from mage_envs.oracle.tabular import archetype_table
 
 from .build import env_kwargs
 from .config import TrainConfig
-from .exploitability import supported
+from .exploitability import action_rows, supported
 from .policy import Policy
 
 #: The archetype whose move distribution the first hand is pulled toward.
@@ -44,7 +44,7 @@ EQUILIBRIUM = "nash"
 class EquilibriumAnchor:
     """``KL(equilibrium ‖ policy)`` over the first hand's information states (a mean over
     states, each state's divergence over its legal actions). ``prompts`` are those states'
-    :class:`StatePrompt`, ``rows`` one (prompt index, action token) pair per legal action."""
+    :class:`StatePrompt`, ``rows`` one (prompt index, action token, legal tokens) per legal action."""
 
     def __init__(self, policy: Policy, config: TrainConfig) -> None:
         reason = supported(config)
@@ -58,27 +58,20 @@ class EquilibriumAnchor:
         game = load_game(walker.game_string)
         equilibrium = archetype_table(game, make_opponent(walker.game_string, EQUILIBRIUM))
         encoded = policy.encode_prompts([p.observation for p in self.prompts])
-        self.rows: list[tuple[int, int]] = []
-        self._prompt_ids: list[list[int]] = []
-        self._allowed: list[list[int]] = []
-        targets: list[float] = []
-        for index, prompt in enumerate(self.prompts):
-            tokens = policy.single_token_ids(list(prompt.actions))
-            if tokens is None:
-                raise ValueError(f"the action names {list(prompt.actions)} are not single tokens of this model's vocabulary")
-            for token, action in zip(tokens, prompt.actions.values()):
-                self.rows.append((index, token))
-                self._prompt_ids.append(encoded[index])
-                self._allowed.append(tokens)
-                targets.append(equilibrium[prompt.key].get(action, 0.0))
-        self._target = torch.tensor(targets, dtype=torch.float64)
-        self._state = torch.tensor([index for index, _ in self.rows])
+        #: (prompt index, action token, the prompt's legal tokens), one per legal action
+        self.rows = action_rows(policy, self.prompts)
+        actions = [action for prompt in self.prompts for action in prompt.actions.values()]
+        self._target = torch.tensor([equilibrium[self.prompts[index].key].get(action, 0.0)
+                                     for (index, _, _), action in zip(self.rows, actions)], dtype=torch.float64)
+        self._prompt_ids = [encoded[index] for index, _, _ in self.rows]
+        self._state = torch.tensor([index for index, _, _ in self.rows])
 
     def kl(self) -> torch.Tensor:
         """The mean over states of ``sum_a p*(a) (log p*(a) - log pi(a))``, differentiable
         in the policy's trainable weights (a scalar tensor)."""
-        logprobs, _, _ = self.policy.completion_logprobs(self._prompt_ids, [[t] for _, t in self.rows],
-                                                         temperature=self.temperature, allowed_ids=self._allowed)
+        logprobs, _, _ = self.policy.completion_logprobs(self._prompt_ids, [[token] for _, token, _ in self.rows],
+                                                         temperature=self.temperature,
+                                                         allowed_ids=[legal for _, _, legal in self.rows])
         logprob = logprobs[:, 0].double()
         target = self._target.to(logprob.device)
         # 0 log 0 = 0: an action the equilibrium never plays adds nothing

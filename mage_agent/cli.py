@@ -272,6 +272,7 @@ def train_main(argv: Sequence[str] | None = None, base: TrainConfig | None = Non
 
 
 def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConfig | None) -> int:
+    from .run_lock import RunFolderBusy
     from .trainer import Trainer
 
     args = parse_train_args(parser, argv)
@@ -285,7 +286,7 @@ def _train(argv: Sequence[str], parser: argparse.ArgumentParser, base: TrainConf
         parser.error("--resume continues the run in --output-dir and --overwrite removes it: pass one")
     try:
         trainer = Trainer(config, resume=args.resume, progress=not args.quiet, overwrite=args.overwrite)
-    except FileExistsError as error:
+    except (FileExistsError, RunFolderBusy) as error:
         parser.error(str(error))
     main = trainer.world.is_main  # under torchrun, rank 0 writes and evaluates
     config = trainer.config   # with the population written out

@@ -67,6 +67,7 @@ from .loss import ppo_loss
 from .memory import activation_bytes_per_token, available_bytes, default_token_budget, micro_batches, padded_tokens
 from .policy import Policy
 from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
+from .run_lock import lock_run_folder
 from .sampling import Sampler, TorchSampler
 
 #: The per-step diagnostics averaged into each iteration's metrics.
@@ -208,6 +209,8 @@ class Trainer:
         self.output.mkdir(parents=True, exist_ok=True)
         device = resolve_device(config.model.device)
         self.world = world or World.from_environment(device)
+        if self.world.is_main:   # before anything is written: a second trainer in the folder stops here
+            lock_run_folder(self.output)
         device = self.world.device(device)  # before any collective: NCCL needs each process's GPU
         self.shard = self.world.shard_bounds(config.rollout.groups_per_iteration)
         self.progress = progress and self.world.is_main

@@ -135,8 +135,10 @@ def test_variants_measured_before_900_iterations_keep_their_length_and_pair_with
                   "single-conservative-900", "single-aggressive-900", "single-intermediate-900", "stabilisers-off-900"}
     assert {name for name, length in lengths.items() if length == 900} == {
         "mage", "fresh-deals-900", "mage-other-seeds", "random-style-other-seeds", "random-style-league-other-seeds",
-        *at_default}
+        "equilibrium-other-seeds", *at_default}
     assert learning.PAIRED_WITH["random-style-league-other-seeds"] == "random-style-other-seeds"
+    assert learning.PAIRED_WITH["equilibrium-other-seeds"] == "random-style-other-seeds"
+    assert apply_overrides(TrainConfig(), learning.VARIANTS["equilibrium-other-seeds"]).algo.equilibrium_coef == 1.0
     # the defaults of this release and the one before, on seeds they were not chosen on: unpaired
     assert lengths["iterations-600-other-seeds"] == 600
     assert not {"mage-other-seeds", "iterations-600-other-seeds"} & set(learning.PAIRED_WITH)

@@ -51,7 +51,9 @@ until ``random-style`` joined it) unless it sets its own population:
   ``random-style-league-other-seeds`` adds a league of the learner's first hand and the exact
   best response to it, refreshed every 2 iterations (paired with ``random-style-other-seeds``);
   ``equilibrium-other-seeds`` pulls the first hand toward Nash instead (``equilibrium_coef: 1``,
-  paired with ``random-style-other-seeds``);
+  paired with ``random-style-other-seeds``): the default since;
+* ``fresh-deals-config-other-seeds`` — ``examples/fresh_deals.yaml`` on seeds 20-29, and
+  ``fresh-deals-equilibrium-other-seeds`` the same with ``equilibrium_coef: 1``, paired with it;
 * ``<variant>-plain`` — runs made before the packed forward was the default, at 400
   iterations unless the variant sets its own (``packed_forward: false``), compared among
   themselves (not run unless named);
@@ -191,13 +193,20 @@ PAIRED_WITH["random-style-league-other-seeds"] = "random-style-other-seeds"
 VARIANTS["equilibrium-other-seeds"] = {"iterations": 900, "population": RANDOM_STYLE_POPULATION,
                                        "equilibrium_coef": 1.0}
 PAIRED_WITH["equilibrium-other-seeds"] = "random-style-other-seeds"
+#: ``examples/fresh_deals.yaml`` (``fresh-deals-entropy-hold-1200``) on seeds 20-29, and the same
+#: with the first hand anchored to the equilibrium (one trial on seed 0 before: 95% of the
+#: Bayes-optimal agent against 89%), paired with it.
+VARIANTS["fresh-deals-config-other-seeds"] = dict(VARIANTS["fresh-deals-entropy-hold-1200"])
+VARIANTS["fresh-deals-equilibrium-other-seeds"] = {**VARIANTS["fresh-deals-entropy-hold-1200"], "equilibrium_coef": 1.0}
+PAIRED_WITH["fresh-deals-equilibrium-other-seeds"] = "fresh-deals-config-other-seeds"
 #: The same population with fresh deals (``examples/fresh_deals.yaml``'s settings), seeds 20-29:
 #: no fresh-deal run of the default population exists on those seeds, so it is not paired.
 UNPAIRED_OTHER_SEEDS = {"fresh-deals-random-style-other-seeds": {
     "repeat_instance": False, "entropy_hold": 0.7, "iterations": 1200, "population": RANDOM_STYLE_POPULATION}}
 VARIANTS.update(UNPAIRED_OTHER_SEEDS)
 PAIRED_WITH.update({name: "iterations-600" for name in VARIANTS if name not in PAIRED_WITH
-                    and name not in ("mage", "iterations-600", *OTHER_SEEDS, *UNPAIRED_OTHER_SEEDS)})
+                    and name not in ("mage", "iterations-600", "fresh-deals-config-other-seeds", *OTHER_SEEDS,
+                                     *UNPAIRED_OTHER_SEEDS)})
 ROOT = Path(__file__).resolve().parent.parent
 #: Iterations between a run's checkpoints: a killed benchmark continues each run from its last.
 CHECKPOINT_EVERY = 100
@@ -218,14 +227,15 @@ def run_dir(out: str, variant: str, seed: int) -> Path:
 
 
 def run_config(job: tuple[str, int, int, str, dict]) -> TrainConfig:
-    """The training config of one (variant, seed) job."""
+    """The training config of one (variant, seed) job: the variant's overrides on the defaults
+    the variants were measured against (the three training styles, no first-hand anchor)."""
     from mage_agent.config import TrainConfig, apply_overrides
 
     variant, seed, iterations, out, overrides = job
     return apply_overrides(TrainConfig(), {
         "iterations": iterations, "seed": seed, "output_dir": str(run_dir(out, variant, seed)), "eval_meta_episodes": 0,
         "tensorboard": False, "checkpoint_every": CHECKPOINT_EVERY, "population": dict.fromkeys(TRAINING, 1.0),
-        **overrides})
+        "equilibrium_coef": 0.0, **overrides})
 
 
 def run_one(job: tuple[str, int, int, str, dict]) -> dict:

@@ -32,9 +32,9 @@ from mage_envs.opponents.registry import make_opponent
 from mage_envs.oracle.prompts import PromptWalker, StatePrompt
 from mage_envs.oracle.tabular import archetype_table
 
-from .build import env_kwargs
+from .build import env_kwargs, supported
 from .config import TrainConfig
-from .exploitability import action_rows, supported
+from .exploitability import action_rows
 from .policy import Policy
 
 #: The archetype whose move distribution the first hand is pulled toward.

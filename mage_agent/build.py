@@ -300,15 +300,18 @@ def heldout_of(config: TrainConfig) -> list[str]:
 
 
 def resolved(config: TrainConfig) -> TrainConfig:
-    """``config`` with an empty population (the game's default) written out, so that what a
-    run saves (``config.json``, its checkpoints) says what it trained against whatever a later
-    release's default is; ``config`` itself when there is nothing to resolve.
+    """``config`` with the game's defaults written out (an empty population, a null ``heldout``
+    or ``equilibrium_coef``), so that what a run saves (``config.json``, its checkpoints) says
+    what it trained with whatever a later release's default is; ``config`` itself when there is
+    nothing to resolve.
 
     Example:
-        >>> list(resolved(TrainConfig()).env.population)
-        ['conservative', 'aggressive', 'intermediate', 'random-style']
+        >>> list(resolved(TrainConfig()).env.population), resolved(TrainConfig()).algo.equilibrium_coef
+        (['conservative', 'aggressive', 'intermediate', 'random-style'], 1.0)
     """
-    env = config.env
+    env, algo = config.env, config.algo
+    if algo.equilibrium_coef is None:
+        config = dataclasses.replace(config, algo=dataclasses.replace(algo, equilibrium_coef=equilibrium_coef_of(config)))
     if game_of(env.env_id) is None:
         return config
     changes: dict[str, Any] = {}
@@ -317,6 +320,49 @@ def resolved(config: TrainConfig) -> TrainConfig:
     if env.heldout is None:
         changes["heldout"] = heldout_of(config)
     return dataclasses.replace(config, env=dataclasses.replace(env, **changes)) if changes else config
+
+
+#: Games whose information states are few enough to tabulate at every checkpoint.
+TABULAR_GAMES = ("kuhn_poker", "leduc_poker")
+#: ``equilibrium_coef`` where the config leaves it null, by game (0 for the others): measured
+#: on Kuhn Poker over seeds 20-29 (docs/league.md); Leduc's anchor works but was never measured.
+DEFAULT_EQUILIBRIUM_COEF = {"kuhn_poker": 1.0}
+
+
+def supported(config: TrainConfig) -> str | None:
+    """Why the learner's first hand cannot be tabulated for ``config`` (exact exploitability,
+    the equilibrium anchor); ``None``: it can.
+
+    Example:
+        >>> supported(TrainConfig()) is None
+        True
+    """
+    game = game_of(config.env.env_id)
+    if game not in TABULAR_GAMES:
+        return f"exact exploitability is computed for {', '.join(TABULAR_GAMES)}, not {game or config.env.env_id}"
+    if not config.rollout.action_tokens:
+        return "exact exploitability reads the action-token probabilities: it needs action_tokens=true"
+    if config.env.reflection:
+        return "exact exploitability needs reflection=false (a reflection is sampled text)"
+    if config.rollout.top_p < 1 or config.rollout.top_k:
+        return "top_p / top_k truncate sampling, which the action-token probabilities do not show: turn them off"
+    return None
+
+
+def equilibrium_coef_of(config: TrainConfig) -> float:
+    """``algo.equilibrium_coef``, or where it is null the game's
+    (:data:`DEFAULT_EQUILIBRIUM_COEF`) when the anchor applies to ``config``, else 0.
+
+    Example:
+        >>> from mage_agent.config import apply_overrides
+        >>> [equilibrium_coef_of(apply_overrides(TrainConfig(), overrides)) for overrides in
+        ...  ({}, {"action_tokens": False}, {"env_id": "mage/LeducPoker-meta-v0"}, {"equilibrium_coef": 0.5})]
+        [1.0, 0.0, 0.0, 0.5]
+    """
+    if config.algo.equilibrium_coef is not None:
+        return config.algo.equilibrium_coef
+    game = game_of(config.env.env_id)
+    return DEFAULT_EQUILIBRIUM_COEF.get(game or "", 0.0) if supported(config) is None else 0.0
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:

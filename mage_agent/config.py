@@ -209,10 +209,11 @@ class AlgoConfig:
     format_coef: float = field(default=0.0, metadata={
         "help": "weight of -log(the first token's probability of starting a legal answer) on free-text answers: "
                 "holds the policy's mass on legal actions, which updates can leak to junk first tokens (0: off)"})
-    equilibrium_coef: float = field(default=0.0, metadata={
+    equilibrium_coef: float | None = field(default=None, metadata={
         "help": "weight of KL(equilibrium || policy) at the first hand's information states (empty memory; Kuhn and "
                 "Leduc with action tokens; the equilibrium is the 'nash' archetype's): pulls the first hand toward "
-                "Nash and leaves the later hands free to exploit (0: off)"})
+                "Nash and leaves the later hands free to exploit (0: off; null: the game's, 1 on Kuhn Poker where "
+                "it applies, 0 elsewhere)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
@@ -341,8 +342,9 @@ class TrainConfig:
                              "each of an even size for its rotary positions)")
         if self.algo.format_coef < 0:
             raise ValueError(f"format_coef must be >= 0, got {self.algo.format_coef}")
-        if self.algo.equilibrium_coef < 0:
-            raise ValueError(f"equilibrium_coef must be >= 0, got {self.algo.equilibrium_coef}")
+        coef = self.algo.equilibrium_coef
+        if coef is not None and (isinstance(coef, bool) or not isinstance(coef, (int, float)) or coef < 0):
+            raise ValueError(f"equilibrium_coef must be a number >= 0 or null (the game's), got {coef!r}")
         if self.algo.micro_batch_tokens < 0:
             raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")
         if self.algo.micro_batch_size < 0 or self.rollout.generation_batch_size < 0:

@@ -52,16 +52,18 @@ from .build import (
     base_model_path,
     build_policy,
     env_kwargs,
+    equilibrium_coef_of,
     population_of,
     resolve_device,
     resolved,
     sampling_of,
+    supported,
     threads_for,
 )
 from .checkpoint import latest_checkpoint, load_training_state, save_checkpoint
 from .config import TrainConfig
 from .distributed import World
-from .exploitability import ExploitabilityProbe, measure, supported
+from .exploitability import ExploitabilityProbe, measure
 from .league import LEARNER, League
 from .loss import ppo_loss
 from .memory import activation_bytes_per_token, available_bytes, default_token_budget, micro_batches, padded_tokens
@@ -270,7 +272,9 @@ class Trainer:
                 self._drop_rejected_after(state.iteration)
         self._writer = self._tensorboard() if config.run.tensorboard and self.world.is_main else None
         self._probe = ExploitabilityProbe.of(config) if self.world.is_main else None
-        self._anchor = EquilibriumAnchor(self.policy, config) if config.algo.equilibrium_coef else None
+        #: the first hand's equilibrium anchor and its weight (``config`` is resolved: a number)
+        self._anchor_weight = equilibrium_coef_of(config)
+        self._anchor = EquilibriumAnchor(self.policy, config) if self._anchor_weight else None
         self.league = self._league(checkpoint_extras)
         #: tabulates the snapshots of a league run (its prompts built once)
         self._snapshots = ExploitabilityProbe(config) if self.league is not None else None
@@ -493,7 +497,7 @@ class Trainer:
                         steps += 1
                     if self._anchor is not None:   # every process the same term: its share of the sum
                         divergence = self._anchor.kl()
-                        (algo.equilibrium_coef / world.size * divergence).backward()
+                        (self._anchor_weight / world.size * divergence).backward()
                         if batch:
                             sums[_EQUILIBRIUM_KL] += float(divergence.detach())
                     self._stage(f"update: epoch {epoch + 1}/{algo.epochs}, step {step + 1}/{steps_per_epoch}")

@@ -9,7 +9,8 @@ stages on its own turns, as a one-learner run does: discounted per-turn returns,
 centred on the copies of its group, PPO-clip updates (a :class:`~mage_agent.trainer.Trainer`
 per learner holds the policy, optimizer and schedules and is used for those stages only).
 A meta-reward paid at a step the other learner made (its fold ends the hand) goes to the
-learner's last turn.
+learner's last turn. The first hand's equilibrium anchor stays off unless ``equilibrium_coef``
+is set: self-play is measured finding its own way toward Nash.
 
 Every ``exploitability_every`` iterations (and after the first and last) the first hand of
 both learners is tabulated with the prompts the AEC env shows at each information state
@@ -157,7 +158,8 @@ class TwoLearners:
         self.output.mkdir(parents=True, exist_ok=True)
         self.trainers = {agent: Trainer(apply_overrides(config, {
             "seed": config.run.seed + k, "output_dir": str(self.output / agent), "exploitability_every": 0,
-            "league": False, "checkpoint_every": 0}), progress=False, overwrite=True) for k, agent in enumerate(AGENTS)}
+            "league": False, "checkpoint_every": 0, "equilibrium_coef": config.algo.equilibrium_coef or 0.0}),
+            progress=False, overwrite=True) for k, agent in enumerate(AGENTS)}
         self.samplers = {agent: TorchSampler(trainer.policy) for agent, trainer in self.trainers.items()}
         self.sampling = sampling_of(config)
         rollout = config.rollout

@@ -138,7 +138,14 @@ def test_variants_measured_before_900_iterations_keep_their_length_and_pair_with
         "equilibrium-other-seeds", *at_default}
     assert learning.PAIRED_WITH["random-style-league-other-seeds"] == "random-style-other-seeds"
     assert learning.PAIRED_WITH["equilibrium-other-seeds"] == "random-style-other-seeds"
-    assert apply_overrides(TrainConfig(), learning.VARIANTS["equilibrium-other-seeds"]).algo.equilibrium_coef == 1.0
+    # every variant was measured without the first-hand anchor (today's Kuhn default) unless it sets it
+    coefs = {name: learning.run_config((name, 20, 900, "runs", overrides)).algo.equilibrium_coef
+             for name, overrides in learning.VARIANTS.items()}
+    assert {name for name, coef in coefs.items() if coef} == {"equilibrium-other-seeds",
+                                                              "fresh-deals-equilibrium-other-seeds"}
+    assert coefs["equilibrium-other-seeds"] == coefs["fresh-deals-equilibrium-other-seeds"] == 1.0
+    assert learning.PAIRED_WITH["fresh-deals-equilibrium-other-seeds"] == "fresh-deals-config-other-seeds"
+    assert learning.VARIANTS["fresh-deals-config-other-seeds"] == learning.VARIANTS["fresh-deals-entropy-hold-1200"]
     # the defaults of this release and the one before, on seeds they were not chosen on: unpaired
     assert lengths["iterations-600-other-seeds"] == 600
     assert not {"mage-other-seeds", "iterations-600-other-seeds"} & set(learning.PAIRED_WITH)
@@ -421,8 +428,9 @@ def test_the_fresh_deal_config_file_is_the_benchmarked_variant():
     from mage_agent.config import TrainConfig, apply_overrides, load_config
 
     shipped = load_config(SCRIPT.parent.parent / "examples" / "fresh_deals.yaml")
-    three = {"population": dict.fromkeys(learning.TRAINING, 1.0)}   # what every learning.py variant trains on
-    assert shipped == apply_overrides(TrainConfig(), {**three, **learning.VARIANTS["fresh-deals-entropy-hold-1200"]})
+    # what every learning.py variant trains on: the three styles, no first-hand anchor
+    measured = {"population": dict.fromkeys(learning.TRAINING, 1.0), "equilibrium_coef": 0.0}
+    assert shipped == apply_overrides(TrainConfig(), {**measured, **learning.VARIANTS["fresh-deals-entropy-hold-1200"]})
     assert shipped != TrainConfig() and not shipped.env.repeat_instance
 
 

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from mage_agent.anchor import EQUILIBRIUM, EquilibriumAnchor
-from mage_agent.build import build_policy
+from mage_agent.build import build_policy, resolved
 from mage_agent.config import TrainConfig, apply_overrides
 from mage_agent.exploitability import measure, policy_scorer
 from mage_agent.trainer import Trainer
@@ -93,6 +93,29 @@ def test_a_game_without_a_table_is_refused_with_the_reason(tmp_path):
         EquilibriumAnchor(build_policy(config, tmp_path), config)
 
 
-def test_a_negative_weight_is_refused():
-    with pytest.raises(ValueError, match="equilibrium_coef must be >= 0"):
-        apply_overrides(TrainConfig(), {"equilibrium_coef": -0.5})
+@pytest.mark.parametrize("weight", [-0.5, "1", True])
+def test_a_weight_that_is_not_a_number_at_least_0_is_refused(weight):
+    with pytest.raises(ValueError, match="equilibrium_coef must be a number >= 0 or null"):
+        apply_overrides(TrainConfig(), {"equilibrium_coef": weight})
+
+
+@pytest.mark.parametrize(("overrides", "weight"), [
+    ({}, 1.0),                                                   # Kuhn Poker, action tokens: measured, on
+    ({"equilibrium_coef": 0.0}, 0.0),                            # turned off
+    ({"equilibrium_coef": 2}, 2),                                # set
+    ({"action_tokens": False}, 0.0),                             # free text: no table of the first hand
+    ({"top_k": 5}, 0.0),                                         # truncated sampling: no table either
+    ({"env_id": "mage/LeducPoker-meta-v0"}, 0.0),                # supported, never measured: off
+    ({"env_id": "mage/TicTacToe-meta-v0"}, 0.0),                 # not tabular
+    ({"env_id": "mage/Sokoban-meta-v0"}, 0.0),                   # single-agent
+])
+def test_a_null_weight_resolves_to_the_game_default(overrides, weight):
+    """The default (null) is 1 where it was measured (Kuhn Poker with action tokens) and 0
+    elsewhere; what a run saves is the number."""
+    config = apply_overrides(TrainConfig(), overrides)
+    assert resolved(config).algo.equilibrium_coef == weight
+
+
+def test_the_default_run_trains_with_the_anchor_and_saves_its_weight(tmp_path):
+    trainer = Trainer(apply_overrides(TrainConfig(), {**SMALL, "output_dir": str(tmp_path)}), progress=False)
+    assert trainer._anchor is not None and trainer.config.to_dict()["algo"]["equilibrium_coef"] == 1.0

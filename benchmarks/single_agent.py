@@ -6,7 +6,7 @@ Each variant is an example config (``examples/<task>.yaml``) with overrides:
 * ``sokoban``, ``household``, ``webshop`` — the configs as they are (differential reward);
 * ``sokoban-cumulative`` — Sokoban rewarding every attempt's return (paired by seed with
   ``sokoban``: the final-episode objective's claim);
-* ``sokoban-7x7`` — 7x7 rooms with 2 boxes, 40 steps.
+* ``sokoban-7x7`` — 7x7 rooms with 2 boxes, 40 steps (``examples/sokoban.yaml`` otherwise).
 
 Per (variant, seed) the run trains in ``--output-dir/<variant>-s<seed>`` (a killed run
 continues from its last checkpoint), then the untrained model (the run's ``base_model``),
@@ -55,16 +55,27 @@ PAIRS = {"sokoban-cumulative": "sokoban"}
 
 
 def variant_config(variant: str, seed: int, out: Path, iterations: int | None, meta_episodes: int | None):
-    """The training config of one (variant, seed)."""
+    """The training config of one (variant, seed): the example's, with the variant's overrides
+    (its ``env_options`` added to the example's, not replacing them).
+
+    Example:
+        >>> config = variant_config("sokoban-7x7", 0, Path("runs"), None, None)
+        >>> options = config.env.env_options
+        >>> options["width"], options["num_boxes"], options["spatial_hints"], options["prompt_style"]
+        (7, 2, True, 'compact')
+    """
     from mage_agent.config import apply_overrides, load_config
 
     example, overrides = VARIANTS[variant]
+    base = load_config(EXAMPLES / f"{example}.yaml")
     settings = {"seed": seed, "output_dir": str(out / f"{variant}-s{seed}"), "tensorboard": False, **overrides}
+    if "env_options" in overrides:
+        settings["env_options"] = {**base.env.env_options, **overrides["env_options"]}
     if iterations is not None:
         settings["iterations"] = iterations
     if meta_episodes is not None:
         settings["eval_meta_episodes"] = meta_episodes
-    return apply_overrides(load_config(EXAMPLES / f"{example}.yaml"), settings)
+    return apply_overrides(base, settings)
 
 
 class ExpertAgent:

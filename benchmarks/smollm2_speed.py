@@ -42,7 +42,7 @@ TRUNK_CACHE = "trunk_cache"
 #: The benchmarked run: SmolLM2 with LoRA on the Kuhn meta-env, full prompt, action tokens, the
 #: three training styles (examples/smollm2_kuhn.yaml's population).
 BASE = {"name_or_path": "smollm2-135m", "lora": True, "prompt_style": "full", "eval_meta_episodes": 0,
-        "tensorboard": False, "checkpoint_every": 0, "equilibrium_coef": 0.0,
+        "tensorboard": False, "checkpoint_every": 0,
         "population": {"conservative": 1.0, "aggressive": 1.0, "intermediate": 1.0}}
 VARIANTS: dict[str, dict[str, Any]] = {
     "float32": {"dtype": "float32", "threads": 1, "micro_batch_tokens": 10**9, "groups_per_iteration": 4},

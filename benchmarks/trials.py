@@ -30,11 +30,14 @@ def changed_settings(config: dict[str, Any]) -> dict[str, Any]:
         >>> changed_settings(saved)
         {'learning_rate': 0.003}
     """
-    from mage_agent.build import resolved
+    from mage_agent.build import equilibrium_coef_of, resolved
     from mage_agent.config import TrainConfig, apply_overrides
 
     env_id = config.get("env", {}).get("env_id", TrainConfig().env.env_id)
     default = resolved(apply_overrides(TrainConfig(), {"env_id": env_id})).to_dict()   # the game's population
+    # the first-hand anchor's default follows the run's own settings (model, answers, sampling)
+    default["algo"]["equilibrium_coef"] = equilibrium_coef_of(
+        apply_overrides(TrainConfig.from_dict(config), {"equilibrium_coef": None}))
     return {key: value for section, fields in config.items() for key, value in fields.items()
             if key != "output_dir" and default.get(section, {}).get(key) != value}
 

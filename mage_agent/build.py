@@ -324,8 +324,9 @@ def resolved(config: TrainConfig) -> TrainConfig:
 
 #: Games whose information states are few enough to tabulate at every checkpoint.
 TABULAR_GAMES = ("kuhn_poker", "leduc_poker")
-#: ``equilibrium_coef`` where the config leaves it null, by game (0 for the others): measured
-#: on Kuhn Poker over seeds 20-29 (docs/league.md); Leduc's anchor works but was never measured.
+#: ``equilibrium_coef`` where the config leaves it null, by game, for the embedded model (0 for
+#: the other games and models): measured on Kuhn Poker over seeds 20-29 (docs/league.md);
+#: Leduc's anchor and a hub model's work but were never measured.
 DEFAULT_EQUILIBRIUM_COEF = {"kuhn_poker": 1.0}
 
 
@@ -351,18 +352,21 @@ def supported(config: TrainConfig) -> str | None:
 
 def equilibrium_coef_of(config: TrainConfig) -> float:
     """``algo.equilibrium_coef``, or where it is null the game's
-    (:data:`DEFAULT_EQUILIBRIUM_COEF`) when the anchor applies to ``config``, else 0.
+    (:data:`DEFAULT_EQUILIBRIUM_COEF`) for the embedded model when the anchor applies to
+    ``config``, else 0.
 
     Example:
         >>> from mage_agent.config import apply_overrides
         >>> [equilibrium_coef_of(apply_overrides(TrainConfig(), overrides)) for overrides in
-        ...  ({}, {"action_tokens": False}, {"env_id": "mage/LeducPoker-meta-v0"}, {"equilibrium_coef": 0.5})]
-        [1.0, 0.0, 0.0, 0.5]
+        ...  ({}, {"action_tokens": False}, {"env_id": "mage/LeducPoker-meta-v0"}, {"name_or_path": "smollm2-135m"},
+        ...   {"equilibrium_coef": 0.5})]
+        [1.0, 0.0, 0.0, 0.0, 0.5]
     """
     if config.algo.equilibrium_coef is not None:
         return config.algo.equilibrium_coef
-    game = game_of(config.env.env_id)
-    return DEFAULT_EQUILIBRIUM_COEF.get(game or "", 0.0) if supported(config) is None else 0.0
+    if config.model.name_or_path != TINY or supported(config) is not None:
+        return 0.0
+    return DEFAULT_EQUILIBRIUM_COEF.get(game_of(config.env.env_id) or "", 0.0)
 
 
 def env_kwargs(config: TrainConfig) -> dict[str, Any]:

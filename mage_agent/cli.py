@@ -52,6 +52,16 @@ def _parse_bool(text: str) -> bool:
     raise argparse.ArgumentTypeError(f"expected true/false, got {text!r}")
 
 
+def _optional_float(text: str) -> float | None:
+    """A number, or ``null`` / ``none`` for the game's default."""
+    if text.lower() in ("null", "none"):
+        return None
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number or null, got {text!r}") from None
+
+
 def _choice(choices: tuple[str, ...]) -> Callable[[str], str]:
     """An argparse ``type`` that refuses a value outside ``choices`` with the closest one."""
 
@@ -98,9 +108,11 @@ def train_parser(defaults: TrainConfig | None = None, prog: str = "mage train",
         kind: Any = type(default)
         if choices is not None:
             kind = _choice(choices)
+        elif str(f.type) == "float | None":   # a number, or null: the game's
+            kind = _optional_float
         elif kind is bool:
             kind = _parse_bool
-        elif kind in (list, dict, type(None)):   # a None default: a JSON list whose null means "the game's"
+        elif kind in (list, dict, type(None)):   # JSON; a list's null means "the game's"
             kind = json.loads
         details = f"default: {json.dumps(default)}" + (f"; choices: {', '.join(choices)}" if choices else "")
         help_text = f"[{section}] {help_of(f)} ({details})".replace("%", "%%")

@@ -19,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, get_args, get_origin, get_type_hints
@@ -212,8 +213,8 @@ class AlgoConfig:
     equilibrium_coef: float | None = field(default=None, metadata={
         "help": "weight of KL(equilibrium || policy) at the first hand's information states (empty memory; Kuhn and "
                 "Leduc with action tokens; the equilibrium is the 'nash' archetype's): pulls the first hand toward "
-                "Nash and leaves the later hands free to exploit (0: off; null: the game's, 1 on Kuhn Poker where "
-                "it applies, 0 elsewhere)"})
+                "Nash and leaves the later hands free to exploit (0: off; null: the game's, 1 on Kuhn Poker with the "
+                "embedded model where it applies, 0 elsewhere)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
@@ -343,7 +344,8 @@ class TrainConfig:
         if self.algo.format_coef < 0:
             raise ValueError(f"format_coef must be >= 0, got {self.algo.format_coef}")
         coef = self.algo.equilibrium_coef
-        if coef is not None and (isinstance(coef, bool) or not isinstance(coef, (int, float)) or coef < 0):
+        if coef is not None and (isinstance(coef, bool) or not isinstance(coef, (int, float))
+                                 or not math.isfinite(coef) or coef < 0):
             raise ValueError(f"equilibrium_coef must be a number >= 0 or null (the game's), got {coef!r}")
         if self.algo.micro_batch_tokens < 0:
             raise ValueError("micro_batch_tokens must be >= 0 (0: sized to the default memory budget)")

@@ -2,6 +2,7 @@
 Nash, and the update that adds it."""
 
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,13 +10,15 @@ import torch
 
 from mage_agent.anchor import EQUILIBRIUM, EquilibriumAnchor
 from mage_agent.build import build_policy, resolved
-from mage_agent.config import TrainConfig, apply_overrides
+from mage_agent.cli import train_parser
+from mage_agent.config import TrainConfig, apply_overrides, load_config
 from mage_agent.exploitability import measure, policy_scorer
 from mage_agent.trainer import Trainer
 from mage_envs.facts import load_game
 from mage_envs.opponents.registry import make_opponent
 from mage_envs.oracle.tabular import archetype_table
 
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SMALL = {"iterations": 1, "groups_per_iteration": 4, "group_size": 2, "eval_meta_episodes": 0,
          "tensorboard": False, "minibatch_size": 8, "warmup_iterations": 0, "exploitability_every": 0}
 
@@ -93,7 +96,7 @@ def test_a_game_without_a_table_is_refused_with_the_reason(tmp_path):
         EquilibriumAnchor(build_policy(config, tmp_path), config)
 
 
-@pytest.mark.parametrize("weight", [-0.5, "1", True])
+@pytest.mark.parametrize("weight", [-0.5, "1", True, math.nan])
 def test_a_weight_that_is_not_a_number_at_least_0_is_refused(weight):
     with pytest.raises(ValueError, match="equilibrium_coef must be a number >= 0 or null"):
         apply_overrides(TrainConfig(), {"equilibrium_coef": weight})
@@ -106,6 +109,7 @@ def test_a_weight_that_is_not_a_number_at_least_0_is_refused(weight):
     ({"action_tokens": False}, 0.0),                             # free text: no table of the first hand
     ({"top_k": 5}, 0.0),                                         # truncated sampling: no table either
     ({"env_id": "mage/LeducPoker-meta-v0"}, 0.0),                # supported, never measured: off
+    ({"name_or_path": "smollm2-135m"}, 0.0),                     # a hub model: supported, never measured
     ({"env_id": "mage/TicTacToe-meta-v0"}, 0.0),                 # not tabular
     ({"env_id": "mage/Sokoban-meta-v0"}, 0.0),                   # single-agent
 ])
@@ -114,6 +118,15 @@ def test_a_null_weight_resolves_to_the_game_default(overrides, weight):
     elsewhere; what a run saves is the number."""
     config = apply_overrides(TrainConfig(), overrides)
     assert resolved(config).algo.equilibrium_coef == weight
+
+
+def test_the_flag_takes_a_number_or_null_and_refuses_anything_else(capsys):
+    parser = train_parser(load_config(EXAMPLES / "fresh_deals.yaml"))   # an example that sets it to 0
+    assert [parser.parse_args(["--equilibrium-coef", text]).equilibrium_coef for text in (".5", "2", "null")] == [
+        0.5, 2.0, None]
+    with pytest.raises(SystemExit):
+        parser.parse_args(["--equilibrium-coef", "strong"])
+    assert "expected a number or null, got 'strong'" in capsys.readouterr().err
 
 
 def test_the_default_run_trains_with_the_anchor_and_saves_its_weight(tmp_path):

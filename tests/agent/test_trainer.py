@@ -11,8 +11,10 @@ from mage_agent.config import TrainConfig, apply_overrides, load_config
 from mage_agent.memory import activation_bytes_per_token
 from mage_agent.trainer import Trainer
 
+#: A short run of the update's own terms (the first-hand anchor, Kuhn's default, has its tests in test_anchor.py).
 TINY_RUN = {"iterations": 4, "groups_per_iteration": 4, "group_size": 2, "checkpoint_every": 2,
-            "eval_meta_episodes": 0, "tensorboard": False, "minibatch_size": 8, "warmup_iterations": 1}
+            "eval_meta_episodes": 0, "tensorboard": False, "minibatch_size": 8, "warmup_iterations": 1,
+            "equilibrium_coef": 0.0}
 
 
 def run_config(tmp_path, name, **extra):

@@ -188,7 +188,7 @@ def compare(label: str, games: int, aec: int, repeats: int, seed: int) -> dict[s
     for name, seconds in best.items():
         rate = loops[name][0] / seconds
         unit = "agent decisions/s" if name == "raw pyspiel" else "env steps/s"
-        ratio = "" if name in ("raw pyspiel", "textarena") else f"  ratio to raw: {rate / raw_rate:.3f}x"
+        ratio = "" if name in ("raw pyspiel", "textarena") else f"  ratio to raw: {rate / raw_rate:.3g}x"
         print(f"  {name:12s}: {rate:10.0f} games/s {steps[name] / seconds:10.0f} {unit}{ratio}")
         figures["loops"][name] = {"games_per_s": rate, "steps_per_s": steps[name] / seconds,
                                   "ratio_to_raw": rate / raw_rate}

@@ -28,13 +28,13 @@ SEATS: tuple[Seat, ...] = ("random", 0, 1)
 OUT = Path(__file__).parent / "results" / "ttt-room.json"
 ORDERS = ["preferred-cell-center-first", "preferred-cell-corners-first", "preferred-cell-edges-first",
           "preferred-cell-row-major", "preferred-cell-column-major", "preferred-cell-diagonal"]
-#: name -> archetypes; ``default`` is ``mage train``'s Tic-Tac-Toe population.
+#: name -> archetypes; :func:`main` adds ``mage train``'s Tic-Tac-Toe population (``default``)
+#: and ``examples/tic_tac_toe_mcts.yaml``'s.
 POOLS: dict[str, list[str]] = {
     "orders": ORDERS,
     "orders+greedy+minimax": [*ORDERS, "greedy", "minimax"],
-    "tic_tac_toe_mcts.yaml": ["preferred-cell-center-first", "preferred-cell-corners-first",
-                              "preferred-cell-edges-first", "preferred-cell-row-major", "random", "mcts-100"],
 }
+MCTS_EXAMPLE = Path(__file__).parents[1] / "examples" / "tic_tac_toe_mcts.yaml"
 
 
 def room(pool: list[str], seat: Seat) -> dict[str, Any]:
@@ -56,12 +56,14 @@ def room(pool: list[str], seat: Seat) -> dict[str, Any]:
 
 
 def main() -> None:
+    from mage_agent.config import load_config
     from mage_envs.eval_protocol import training_population
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT)
     args = parser.parse_args()
-    pools = {"default": list(training_population("tic_tac_toe")), **POOLS}
+    pools = {"default": list(training_population("tic_tac_toe")), **POOLS,
+             MCTS_EXAMPLE.name: list(load_config(MCTS_EXAMPLE).env.population)}
     table: dict[str, Any] = {}
     for name, pool in pools.items():
         table[name] = {"pool": pool, **{f"seat {seat}": room(pool, seat) for seat in SEATS}}

@@ -8,7 +8,9 @@ pool, the held-out orders and ``mcts-1000`` (a strong search bot: a draw is the 
 hope for). Writes win / draw / loss rates by game index to ``benchmarks/results/ttt_learning.json``
 and, with ``--docs``, a table to ``docs/ttt_learning.md``. ``--pool mcts`` adds the paper's
 training opponent, ``mcts-100``, to the pool (``examples/tic_tac_toe_mcts.yaml``; runs in
-``ttt-mcts-s<seed>``, results in ``ttt_learning_mcts.json`` and ``docs/ttt_learning_mcts.md``).
+``ttt-mcts-s<seed>``, results in ``ttt_learning_mcts.json`` and ``docs/ttt_learning_mcts.md``);
+``--pool mcts-minimax`` trains that pool with ``minimax_coef: 1`` (the learner pulled toward the
+moves that keep the game value, where it could lose it).
 
     python benchmarks/ttt_learning.py --seeds 0 --iterations 150 --docs
     python benchmarks/ttt_learning.py --pool mcts --seeds 0 1 2 --iterations 240 --docs
@@ -26,10 +28,11 @@ sys.path.insert(0, str(ROOT / "examples"))
 from train_tic_tac_toe import HELD_OUT, TRAIN_POPULATION, example_config  # noqa: E402
 
 STRONG = ["mcts-1000"]
-#: pool name -> (the training population, the run folders' prefix)
-POOLS: dict[str, tuple[dict[str, float], str]] = {
-    "example": (TRAIN_POPULATION, "ttt"),
-    "mcts": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts"),
+#: pool name -> (the training population, the run folders' prefix, further settings)
+POOLS: dict[str, tuple[dict[str, float], str, dict[str, float]]] = {
+    "example": (TRAIN_POPULATION, "ttt", {}),
+    "mcts": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts", {}),
+    "mcts-minimax": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts-minimax", {"minimax_coef": 1.0}),
 }
 
 
@@ -39,10 +42,10 @@ def train(seed: int, iterations: int, out: Path, pool: str = "example", threads:
     from mage_agent.config import apply_overrides
     from mage_agent.trainer import Trainer
 
-    population, prefix = POOLS[pool]
+    population, prefix, settings = POOLS[pool]
     folder = out / f"{prefix}-s{seed}"
     config = apply_overrides(example_config(iterations, 0, str(folder), seed, threads),
-                             {"checkpoint_every": 10, "tensorboard": False, "population": population})
+                             {"checkpoint_every": 10, "tensorboard": False, "population": population, **settings})
     checkpoint = latest_checkpoint(folder / "checkpoints")
     if checkpoint is None or checkpoint.name != f"iter-{iterations:06d}":
         Trainer(config, resume=checkpoint is not None, overwrite=checkpoint is None).train()
@@ -171,8 +174,11 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str 
                        if pool == "example" else
                        (f"python benchmarks/ttt_learning.py --pool {pool}",
                         "`examples/train_tic_tac_toe.py`'s configuration with `mcts-100` in the pool "
-                        "(`examples/tic_tac_toe_mcts.yaml`)"))
-    lines = ["# Tic-Tac-Toe learning result" + ("" if pool == "example" else ": mcts-100 in the pool"), "",
+                        "(`examples/tic_tac_toe_mcts.yaml`)" + (
+                            f", and {', '.join(f'`{k}: {v:g}`' for k, v in POOLS[pool][2].items())}"
+                            if POOLS[pool][2] else "")))
+    title = {"example": "", "mcts": ": mcts-100 in the pool"}.get(pool, f": mcts-100 in the pool ({pool})")
+    lines = ["# Tic-Tac-Toe learning result" + title, "",
              f"`{command}` — {source}, "
              f"{iterations} iterations, the embedded tiny model on CPU. Three games per meta-episode on one seat; "
              "cells are win / draw / loss percentages of game 1, 2 and 3, then the final game's mean return "
@@ -206,7 +212,8 @@ def main() -> None:
     parser.add_argument("--meta-episodes", type=int, default=120, help="per opponent of the pool")
     parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
     parser.add_argument("--pool", choices=sorted(POOLS), default="example",
-                        help="the example's pool, or it with mcts-100 (the paper's training opponent)")
+                        help="the example's pool, or it with mcts-100 (the paper's training opponent), or that "
+                             "with minimax_coef 1")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of training (2 on a 2-core machine of its own: about 1.55 times faster)")

@@ -215,6 +215,10 @@ class AlgoConfig:
                 "Leduc with action tokens; the equilibrium is the 'nash' archetype's): pulls the first hand toward "
                 "Nash and leaves the later hands free to exploit (0: off; null: the game's, 1 on Kuhn Poker with the "
                 "embedded model where it applies, 0 elsewhere)"})
+    minimax_coef: float = field(default=0.0, metadata={
+        "help": "weight of -log(the probability of a move that keeps the game value) at the learner's action-token "
+                "turns where some legal move does not, in a game the env solves exactly (Tic-Tac-Toe): never give "
+                "away a drawn or won game, and exploit among the moves that keep it (0: off)"})
     entropy_coef: float = field(default=0.1, metadata={"help": "weight of the entropy bonus (at the first iteration)"})
     entropy_tokens: EntropyTokens = field(default="choices", metadata={
         "help": "the tokens the entropy bonus counts: 'choices' (action-token answers; a free-text answer's first "
@@ -341,8 +345,10 @@ class TrainConfig:
         if self.model.tiny_layers < 1 or self.model.tiny_hidden_size < 8 or self.model.tiny_hidden_size % 8:
             raise ValueError("tiny_layers must be >= 1 and tiny_hidden_size a positive multiple of 8 (four heads, "
                              "each of an even size for its rotary positions)")
-        if self.algo.format_coef < 0:
-            raise ValueError(f"format_coef must be >= 0, got {self.algo.format_coef}")
+        for name in ("format_coef", "minimax_coef"):
+            value = getattr(self.algo, name)
+            if not math.isfinite(value) or value < 0:
+                raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         coef = self.algo.equilibrium_coef
         if coef is not None and (isinstance(coef, bool) or not isinstance(coef, (int, float))
                                  or not math.isfinite(coef) or coef < 0):

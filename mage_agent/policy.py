@@ -104,6 +104,9 @@ class Scored:
     entropy: torch.Tensor
     mask: torch.Tensor
     choice_log_mass: torch.Tensor
+    #: per row, the log of the first token's probability on the row's ``target_ids`` (0 for
+    #: rows without), e.g. an action-token turn's moves that keep the game value
+    target_log_mass: torch.Tensor | None = None
 
 
 class Policy:
@@ -315,11 +318,13 @@ class Policy:
         reference: bool = False,
         choice_ids: Sequence[list[int] | None] | None = None,
         choice_entropy: bool = True,
+        target_ids: Sequence[list[int] | None] | None = None,
     ) -> Scored:
         """:meth:`completion_logprobs`, with each row's log-probability that its first token
         is one of its ``choice_ids`` (how much of a free-text answer's first step names a legal
         action at all); ``choice_entropy=False`` keeps the first token's entropy over the whole
-        vocabulary."""
+        vocabulary. With ``target_ids`` also each row's log-probability that its first token
+        is one of those (over the allowed tokens, at ``temperature``)."""
         rows = len(prompt_ids)
         model, context = self._scorer(reference)
         columns = self.logit_columns(allowed_ids) if self.packed_forward else None
@@ -350,7 +355,14 @@ class Policy:
             if choice_entropy:
                 entropy = _with_choice_entropy(entropy, scores, choice_ids, columns)
             choice_log_mass = _choice_log_mass(log_probs, choice_ids)
-        return Scored(token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask, choice_log_mass)
+        target_log_mass = None
+        if target_ids is not None and any(target_ids):
+            if columns is not None:   # the targets' places among the computed columns
+                target_ids = [None if ids is None else torch.searchsorted(columns, torch.tensor(ids, device=columns.device))
+                              .tolist() for ids in target_ids]
+            target_log_mass = _choice_log_mass(log_probs, target_ids)
+        return Scored(token_logprobs.masked_fill(~mask, 0.0), entropy.masked_fill(~mask, 0.0), mask, choice_log_mass,
+                      target_log_mass)
 
     def _padded_completion_logits(self, model: CausalLM, prompt_ids: Sequence[list[int]],
                                   completion_ids: Sequence[list[int]]) -> torch.Tensor:

@@ -34,6 +34,7 @@ from typing import Any, Callable, Mapping
 import gymnasium as gym
 
 import mage_envs  # noqa: F401  (registers the environments)
+from mage_envs.games.base import OpenSpielTextEnv
 from mage_envs.games.engine import OpenSpielGameEnv
 from mage_envs.opponents import Opponent, as_population
 
@@ -79,6 +80,9 @@ class Turn:
     choice_ids: list[int] | None = None
     #: an invalid acting answer's reason (:data:`~mage_envs.core.checker.INVALID_REASONS`) and text
     rejected: tuple[str, str] | None = None
+    #: an action-token turn's tokens of the moves that keep the game value, where the env
+    #: knows them and some legal move does not (:func:`optimal_token_ids`)
+    optimal_ids: list[int] | None = None
 
     @property
     def invalid(self) -> bool:
@@ -125,6 +129,40 @@ def rejection(report: Any, text: str) -> tuple[str, str] | None:
     if report is None:
         return None
     return str(report.get("reason", "invalid")) if isinstance(report, Mapping) else "invalid", text
+
+
+def solves_exactly(env: gym.Env) -> bool:
+    """Whether ``env``'s game is solved exactly: its ``optimal_actions()`` names the moves
+    that keep the game value (Tic-Tac-Toe's does; a game with hidden cards has none).
+
+    Example:
+        >>> solves_exactly(gym.make("mage/TicTacToe-meta-v0")), solves_exactly(gym.make("mage/KuhnPoker-meta-v0"))
+        (True, False)
+    """
+    method = getattr(type(env.unwrapped), "optimal_actions", None)
+    return method is not None and method is not OpenSpielTextEnv.optimal_actions
+
+
+def optimal_token_ids(env: gym.Env, info: Mapping[str, Any], allowed: list[int] | None) -> list[int] | None:
+    """The tokens among ``allowed`` (one per legal action, in ``info["legal_actions"]``'s
+    order) of the moves that keep the game value, from the env's ``optimal_actions()`` (a
+    game solved exactly, e.g. Tic-Tac-Toe); ``None`` where the env has none, on a turn that
+    is not a one-token action, or where every legal move keeps the value (nothing to learn).
+
+    Example:
+        >>> env = gym.make("mage/TicTacToe-meta-v0", opponent="preferred-cell-row-major", seat=1)
+        >>> _, info = env.reset(seed=0)          # X took cell 1: only the centre keeps the draw
+        >>> info["legal_actions"][3], optimal_token_ids(env, info, list(range(100, 108)))
+        ('5', [103])
+    """
+    solver = getattr(env.unwrapped, "optimal_actions", None)
+    legal = info.get("legal_actions")
+    if solver is None or allowed is None or not legal or info.get("phase", "act") != "act":
+        return None
+    optimal = solver()
+    if optimal is None or len(optimal) == len(legal):
+        return None
+    return [token for name, token in zip(legal, allowed) if name in optimal]
 
 
 def anchor_of(observation: str, info: Mapping[str, Any] | None = None) -> str:
@@ -198,6 +236,7 @@ class RolloutRunner:
             turn_index = 0
             while active:
                 allowed = [action_token_ids(policy, infos[i]) if action_tokens else None for i in active]
+                optimal = [optimal_token_ids(self.envs[i], infos[i], ids) for i, ids in zip(active, allowed)]
                 prompts = [observations[i] for i in active]
                 if answer_question and not action_tokens:
                     prompts = [with_question(prompt, infos[i]) for prompt, i in zip(prompts, active)]
@@ -210,7 +249,7 @@ class RolloutRunner:
                 )
                 turn_index += 1
                 still_active = []
-                for i, generation in zip(active, generations):
+                for i, generation, optimal_ids in zip(active, generations, optimal):
                     info = infos[i]
                     obs, reward, terminated, truncated, next_info = self.envs[i].step(generation.text)
                     batch.generated_tokens += len(generation.completion_ids)
@@ -224,6 +263,7 @@ class RolloutRunner:
                         choice_ids=None if generation.allowed_ids is not None else choice_token_ids(policy, info),
                         rejected=rejection(next_info.get("invalid_action"), generation.text)
                         if info.get("phase", "act") == "act" else None,
+                        optimal_ids=optimal_ids,
                     ))
                     observations[i], infos[i] = obs, next_info
                     if terminated or truncated:

@@ -68,7 +68,7 @@ from .league import LEARNER, League
 from .loss import ppo_loss
 from .memory import activation_bytes_per_token, available_bytes, default_token_budget, micro_batches, padded_tokens
 from .policy import Policy
-from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn
+from .rollout import GroupSpec, RolloutBatch, RolloutRunner, Turn, solves_exactly
 from .run_lock import lock_run_folder
 from .sampling import Sampler, TorchSampler
 
@@ -87,6 +87,10 @@ _MASS, _MASS_ROWS = "choice_mass", "choice_mass_rows"
 #: With ``algo.equilibrium_coef``: the mean over the update's steps of the first hand's
 #: KL(equilibrium || policy) (:class:`~mage_agent.anchor.EquilibriumAnchor`), before each step.
 _EQUILIBRIUM_KL = "equilibrium_kl"
+#: With ``algo.minimax_coef``: the update's turns with value-keeping moves (``Turn.optimal_ids``)
+#: as scored by its steps: the sum of the probability of such a move, and their count. Their
+#: ratio, ``optimal_mass``, is how sure the policy is to keep the game value where it can lose it.
+_OPTIMAL, _OPTIMAL_ROWS = "optimal_mass", "optimal_mass_rows"
 #: Reset seeds of dynamic sampling's further draws start here (beyond training and evaluation seeds).
 _REFILL_SEEDS = 2**40
 #: What a run writes into its output folder (besides ``eval*.json`` / ``eval*.png`` and
@@ -257,6 +261,10 @@ class Trainer:
             config.env.env_id, env_kwargs(config),
             num_envs=(self.shard[1] - self.shard[0]) * config.rollout.group_size,
         )
+        if algo.minimax_coef and not (config.rollout.action_tokens and solves_exactly(self.runner.envs[0])):
+            raise ValueError("minimax_coef needs action tokens and a game the env solves exactly (its "
+                             f"optimal_actions(): Tic-Tac-Toe); {config.env.env_id} with action_tokens="
+                             f"{config.rollout.action_tokens} has none")
         if checkpoint is not None:
             state = load_training_state(checkpoint, self.optimizer, self.scheduler)
             changed = changed_settings(state.config, config)
@@ -484,6 +492,7 @@ class Trainer:
                     token_count = world.sum(_count(batch, algo.loss_aggregation))
                     bonus_count = world.sum(_choice_count(batch, algo.loss_aggregation)) if choices_only else token_count
                     free_text_rows = world.sum(sum(1 for t in batch if t.choice_ids)) if algo.format_coef else 0
+                    optimal_rows = world.sum(sum(1 for t in batch if t.optimal_ids)) if algo.minimax_coef else 0
                     self.optimizer.zero_grad(set_to_none=True)
                     if batch:
                         stats = self._minibatch_gradients(batch, advantages[[keep[i] for i in chosen]],
@@ -491,7 +500,7 @@ class Trainer:
                                                           entropy_coef if bonus_count else 0.0,
                                                           bonus_count if choices_only else None,
                                                           measure_gap=epoch == 0 and step == 0,
-                                                          free_text_rows=free_text_rows)
+                                                          free_text_rows=free_text_rows, optimal_rows=optimal_rows)
                         for key, value in stats.items():
                             sums[key] += value
                         steps += 1
@@ -514,17 +523,19 @@ class Trainer:
         entropy_tokens = total.pop(_ENTROPY_TOKENS, 0.0)
         gap_tokens, gap = total.pop(_GAP_TOKENS, 0.0), total.pop(_GAP, 0.0)
         mass_rows, mass = total.pop(_MASS_ROWS, 0.0), total.pop(_MASS, 0.0)
+        optimal_rows, optimal = total.pop(_OPTIMAL_ROWS, 0.0), total.pop(_OPTIMAL, 0.0)
         equilibrium = total.pop(_EQUILIBRIUM_KL, None)
         means = {key: value / (entropy_tokens if key == "entropy" else steps) for key, value in total.items()
                  if key != "entropy" or entropy_tokens}
         return {**{key: means[key] for key in sorted(means, key=list(_LOSS_KEYS).index)}, "entropy_coef": entropy_coef,
                 **({_GAP: gap / gap_tokens} if gap_tokens else {}), **({_MASS: mass / mass_rows} if mass_rows else {}),
+                **({_OPTIMAL: optimal / optimal_rows} if optimal_rows else {}),
                 **({_EQUILIBRIUM_KL: equilibrium / steps} if equilibrium is not None else {})}
 
     def _minibatch_gradients(self, batch: list[Turn], advantages: np.ndarray, reference: torch.Tensor | None,
                              token_count: float, entropy_coef: float,
                              bonus_count: float | None = None, measure_gap: bool = False,
-                             free_text_rows: float = 0) -> dict[str, float]:
+                             free_text_rows: float = 0, optimal_rows: float = 0) -> dict[str, float]:
         """Forward and backward on one minibatch, one micro-batch at a time (the gradients
         accumulate; :meth:`_micro_batches`). The loss averages over ``token_count`` tokens (the
         step's tokens on every process), the entropy bonus over ``bonus_count`` choice tokens
@@ -533,7 +544,10 @@ class Trainer:
         number (:data:`_ENTROPY_TOKENS`); with ``measure_gap`` (before any optimizer step of the
         update) also the sampler's log-probs against the policy's (:data:`_GAP`). With
         ``algo.format_coef`` the loss adds ``-format_coef * log(choice mass)`` of each free-text
-        answer (:data:`_MASS`), averaged over ``free_text_rows`` (the step's on every process)."""
+        answer (:data:`_MASS`), averaged over ``free_text_rows`` (the step's on every process);
+        with ``algo.minimax_coef`` ``-minimax_coef * log(probability of a move that keeps the
+        game value)`` of each turn that has them (:data:`_OPTIMAL`), averaged over
+        ``optimal_rows``."""
         algo = self.config.algo
         own_tokens = sum(len(t.completion_ids) for t in batch)
         stats: dict[str, float] = defaultdict(float)
@@ -545,6 +559,7 @@ class Trainer:
                 temperature=self.sampling.temperature, allowed_ids=[t.allowed_ids for t in part],
                 choice_ids=[t.choice_ids for t in part] if bool(free_text.any()) else None,
                 choice_entropy=bonus_count is not None,
+                target_ids=[t.optimal_ids for t in part] if optimal_rows else None,
             )
             new, entropy, mask = scored.logprobs, scored.entropy, scored.mask
             old = _pad([t.logprobs for t in part], new.shape[1]).to(new.device)
@@ -560,6 +575,11 @@ class Trainer:
             loss = part_stats.loss
             if free_text_rows:
                 loss = loss - algo.format_coef * scored.choice_log_mass.sum() / free_text_rows
+            if scored.target_log_mass is not None:
+                loss = loss - algo.minimax_coef * scored.target_log_mass.sum() / optimal_rows
+                has_optimal = torch.tensor([bool(t.optimal_ids) for t in part], device=new.device)
+                stats[_OPTIMAL] += float(scored.target_log_mass.detach().exp()[has_optimal].sum())
+                stats[_OPTIMAL_ROWS] += float(has_optimal.sum())
             loss.backward()
             if bool(free_text.any()):
                 stats[_MASS] += float(scored.choice_log_mass.detach().exp()[free_text.to(new.device)].sum())
@@ -610,6 +630,8 @@ class Trainer:
             "reasons": Counter(t.rejected[0] for t in act_turns if t.rejected is not None), "act_turns": len(act_turns),
             "reflection_tokens": sum(len(t.completion_ids) for t in reflect_turns), "reflections": len(reflect_turns),
             "tokens": batch.generated_tokens,
+            "optimal": [sum(t.completion_ids[:1] == [token] for token in t.optimal_ids or []) for t in act_turns
+                        if t.optimal_ids],
         })
         returns = np.array([row for shard in shards for row in shard["returns"]], dtype=float)
         successes = np.array([row for shard in shards for row in shard["successes"]], dtype=float)
@@ -630,6 +652,9 @@ class Trainer:
         reflections = sum(s["reflections"] for s in shards)
         if reflections:   # the model writes its own reflections: their mean length in tokens
             metrics["reflection_tokens"] = sum(s["reflection_tokens"] for s in shards) / reflections
+        optimal = [kept for shard in shards for kept in shard["optimal"]]
+        if optimal:   # a game the env solves: how often the learner kept the value where it could lose it
+            metrics["optimal_moves"] = float(np.mean(optimal))
         metrics["tokens_per_second"] = sum(s["tokens"] for s in shards) / max(rollout_seconds, 1e-9)
         metrics["seconds"] = seconds
         metrics.update(stats)

@@ -268,6 +268,52 @@ def test_minimax_against_minimax_always_draws() -> None:
     assert set(outcomes("minimax", policy_agent(minimax_policy), games=60, seed=4)) == {"draw"}
 
 
+def optimal_agent(env: TicTacToeEnv, rng: random.Random) -> str:
+    """An agent answering with one of the env's own ``optimal_actions()``, at random."""
+    optimal = env.optimal_actions()
+    assert optimal
+    return f"<action>{rng.choice(optimal)}</action>"
+
+
+def test_optimal_actions_are_the_value_keeping_cells_at_every_position_the_learner_meets() -> None:
+    rng = random.Random(0)
+    for seat in (0, 1):
+        env = TicTacToeEnv(opponent="random", seat=seat)
+        env.reset(seed=seat)
+        seen = 0
+        for _ in range(40):
+            env.reset()
+            while not env.state.is_terminal():
+                board = board_key(env.state)
+                value = negamax_value(board)
+                names = env.optimal_actions()
+                assert names is not None and set(names) <= set(env.action_names(env.state))
+                kept = [str(cell + 1) for cell in free_cells(board)
+                        if -negamax_value(board[:cell] + "xo"[seat] + board[cell + 1:]) == value]
+                assert names == kept
+                seen += len(names) < len(free_cells(board))
+                env.step(tag(sample_action(random_policy(env.state), rng)))
+            assert env.optimal_actions() is None   # the game is over
+        assert seen > 20   # positions where some move gives the value away
+
+
+@pytest.mark.parametrize("opponent", ["mcts-100", "minimax", "greedy", "random"])
+def test_playing_only_optimal_actions_never_loses(opponent: str) -> None:
+    results = outcomes(opponent, optimal_agent, games=30, seed=7)
+    assert "loss" not in results
+    if opponent == "random":
+        assert results.count("win") > len(results) // 2   # a won position is kept until it is won
+
+
+def test_optimal_actions_where_a_move_must_block_or_win() -> None:
+    env = TicTacToeEnv(opponent="preferred-cell-row-major", seat=1)
+    env.reset(seed=0)                         # X took cell 1: only the centre keeps the draw
+    assert env.optimal_actions() == ["5"]
+    env.step("<action>5</action>")            # X took 2: O must block the top row at 3
+    assert board_key(env.state) == "xx..o...."
+    assert env.optimal_actions() == ["3"]
+
+
 # ---------------------------------------------------------------------- greedy and fixed orders
 def test_greedy_wins_first_then_blocks_then_plays_at_random() -> None:
     assert greedy_policy(state_after(0, 3, 1, 4)) == {2: 1.0}  # x completes the top row, no block at 5

@@ -103,6 +103,13 @@ class OpenSpielTextEnv(OpenSpielGameEnv[str, str]):
     def action_names(self, state: pyspiel.State) -> dict[str, int]:
         return self.text.action_names(state)
 
+    def optimal_actions(self) -> list[str] | None:
+        """The legal action names that keep the game value for the player to move in the
+        current state, where the game is solved exactly (a perfect-information game; see
+        :meth:`~mage_envs.games.tic_tac_toe.TicTacToeEnv.optimal_actions`); ``None`` here: this
+        game has no exact solution to consult."""
+        return None
+
     def private_view(self, state: pyspiel.State, seat: int) -> str:
         return self.text.private_view(state, seat)
 

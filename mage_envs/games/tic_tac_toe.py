@@ -27,6 +27,7 @@ import functools
 import pyspiel
 
 from ..facts.tic_tac_toe import EMPTY, board_key, winning_line
+from ..opponents.tic_tac_toe import optimal_cells
 from .base import OpenSpielTextEnv
 from .text import GameText
 
@@ -124,3 +125,20 @@ class TicTacToeEnv(OpenSpielTextEnv):
 
     text_class = TicTacToeText
     keep_first_view = False  # random play shows most histories once
+
+    def optimal_actions(self) -> list[str] | None:
+        """The free cells (their names) that keep the game value for the player to move
+        (:func:`~mage_envs.opponents.tic_tac_toe.optimal_cells`, the exact solution): every
+        cell where the game is a draw with best play and no move loses it, only the winning
+        ones where a win can be forced; ``None`` once the game is over.
+
+        Example:
+            >>> env = TicTacToeEnv(opponent="preferred-cell-row-major", seat=1)
+            >>> _ = env.reset(seed=0)                 # X took cell 1; O must take the centre
+            >>> env.optimal_actions()
+            ['5']
+        """
+        state = self.state
+        if state.is_terminal():
+            return None
+        return [_CELL_NAMES[cell] for cell in optimal_cells(board_key(state))]

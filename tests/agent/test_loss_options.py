@@ -312,3 +312,49 @@ def test_the_kl_estimator_reaches_the_update(tmp_path):
     weights = {name: parameters(trainer) for name, trainer in runs.items()}
     assert metrics["k3"]["return_ep1"] == metrics["k2"]["return_ep1"]   # the same rollouts
     assert any(not torch.equal(weights["k3"][n], weights["k2"][n]) for n in weights["k3"])
+
+
+TIC_TAC_TOE = {"env_id": "mage/TicTacToe-meta-v0", "population": {"random": 1.0, "preferred-cell-row-major": 1.0},
+               "heldout": []}
+
+
+def test_minimax_coef_raises_the_value_keeping_moves_mass(tmp_path):
+    """Tic-Tac-Toe turns with no advantage and no entropy bonus: with minimax_coef the update
+    raises the probability of the moves that keep the game value (logged as optimal_mass,
+    the mean over the update's steps), without it nothing moves. The rollout marks exactly
+    the turns where some legal move gives the value away, and optimal_moves is the share of
+    those where the sampled move kept it."""
+
+    def mass(trainer: Trainer, turns: list) -> float:
+        with torch.no_grad():
+            scored = trainer.policy.score_completions([t.prompt_ids for t in turns], [t.completion_ids for t in turns],
+                                                      allowed_ids=[t.allowed_ids for t in turns],
+                                                      target_ids=[t.optimal_ids for t in turns])
+        return float(scored.target_log_mass.exp().mean())
+
+    def update(name: str, minimax_coef: float) -> tuple[float, float, dict, list]:
+        trainer = Trainer(run_config(tmp_path, name, iterations=1, entropy_coef=0.0, minimax_coef=minimax_coef,
+                                     warmup_iterations=0, **TIC_TAC_TOE), progress=False)
+        batch = trainer.collect(0)
+        turns, advantages, _ = trainer.credit(batch)
+        marked = [t for t in turns if t.optimal_ids]
+        assert 0 < len(marked) < len(turns)
+        assert all(set(t.optimal_ids) < set(t.allowed_ids) for t in marked)
+        shares = trainer.summarise(0, batch, {}, 1.0, 1.0)["optimal_moves"]
+        assert shares == pytest.approx(np.mean([t.completion_ids[0] in t.optimal_ids for t in marked]))
+        before = mass(trainer, marked)
+        logged = trainer.update(turns, np.zeros_like(advantages), 0)
+        return before, mass(trainer, marked), logged, marked
+
+    before, after, logged, marked = update("minimax", 1.0)
+    assert 0 < before < after < 1
+    assert before <= logged["optimal_mass"] <= after   # the steps' mean, the first one scored before any step
+    still_before, still_after, plain, _ = update("plain", 0.0)
+    assert still_after == pytest.approx(still_before, abs=1e-7) and "optimal_mass" not in plain
+
+
+def test_minimax_coef_needs_a_game_the_env_solves(tmp_path):
+    with pytest.raises(ValueError, match="solves exactly"):
+        Trainer(run_config(tmp_path, "kuhn", minimax_coef=1.0), progress=False)
+    with pytest.raises(ValueError, match="minimax_coef must be a finite number"):
+        run_config(tmp_path, "negative", minimax_coef=-1.0)

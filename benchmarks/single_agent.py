@@ -115,6 +115,11 @@ def successes(report: dict) -> list[float]:
     return list(report["opponents"]["default"]["success_by_episode"])
 
 
+def scores(report: dict) -> list[float]:
+    """The mean return (WebShop: the score in [0, 1]) by attempt index in an evaluation report."""
+    return list(report["opponents"]["default"]["mean_return_by_episode"])
+
+
 def run_one(config) -> dict:
     """Train (or continue) one run, evaluate untrained, trained and the oracle; the raw result."""
     from mage_agent.build import build_policy, eval_env_kwargs
@@ -135,16 +140,18 @@ def run_one(config) -> dict:
                               "iterations": config.run.iterations, "evaluations": {}}
     for suffix, evaluated in evaluations(config).items():
         split = suffix.lstrip("_") or "eval"
-        rows = {}
+        rows, returns = {}, {}
         for name, policy in (("untrained", untrained), ("trained", trained)):
             report = evaluate_policy(policy, evaluated, folder / f"eval_{name}{suffix}.json", name, progress=False,
                                      verbose=False, oracle=False)
-            rows[name] = successes(report)
+            rows[name], returns[name] = successes(report), scores(report)
         oracle = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
                           seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
                           progress=False, agent_name="oracle", make_agent=ExpertAgent)
         rows["oracle"] = list(oracle.opponents["default"].success_by_episode)
+        returns["oracle"] = list(oracle.opponents["default"].mean_return_by_episode)
         result["evaluations"][split] = rows
+        result.setdefault("scores", {})[split] = returns
         result.setdefault("oracle_lengths", {})[split] = oracle_lengths(config.env.env_id, eval_env_kwargs(evaluated),
                                                                          config.run.eval_seed,
                                                                          config.run.eval_meta_episodes)
@@ -175,6 +182,12 @@ def summarise(results: list[dict]) -> dict[str, Any]:
                 rows[agent] = {"by_attempt": [mean_ci(list(column)) for column in per_seed.T],
                                "gain": mean_ci(list(per_seed[:, -1] - per_seed[:, 0])), "per_seed": per_seed.tolist()}
             table[variant][split] = rows
+        if all("scores" in by_key[(variant, s)] for s in seeds):   # mean return by attempt (WebShop: the score)
+            table[variant]["scores"] = {
+                split: {agent: [mean_ci(list(column)) for column in
+                                np.array([by_key[(variant, s)]["scores"][split][agent] for s in seeds]).T]
+                        for agent in agents}
+                for split, agents in by_key[(variant, seeds[0])]["scores"].items()}
     for variant, reference in PAIRS.items():
         if variant not in table or reference not in table:
             continue
@@ -215,6 +228,16 @@ def markdown_table(table: dict[str, Any]) -> str:
                      f"| {cell(untrained[0])} → {cell(untrained[-1])} | {cell(trained[0])} → {cell(trained[-1])} "
                      f"| {gain[0]:+.0%}" + ("" if gain[1] != gain[1] else f" ± {gain[1]:.0%}")
                      + f" | {cell(rows['oracle']['by_attempt'][-1]) if 'oracle' in rows else ''} |")
+    scored = {variant: entry["scores"] for variant, entry in table.items() if "scores" in entry}
+    if scored:
+        lines += ["", "Mean return by attempt (WebShop: the score in [0, 1]), first → final, mean ± 95% CI over seeds:", "",
+                  "| variant | split | untrained | trained | oracle |", "|---|---|---|---|---|"]
+        for variant, splits in scored.items():
+            for split, agents in splits.items():
+                lines.append(f"| {variant} | {split} | " + " | ".join(
+                    f"{agents[a][0][0]:.3f} → {agents[a][-1][0]:.3f}"
+                    + ("" if agents[a][-1][1] != agents[a][-1][1] else f" ± {agents[a][-1][1]:.3f}")
+                    for a in ("untrained", "trained", "oracle")) + " |")
     return "\n".join(lines)
 
 

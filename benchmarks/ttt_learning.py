@@ -10,7 +10,7 @@ and, with ``--docs``, a table to ``docs/ttt_learning.md``. ``--pool mcts`` adds 
 training opponent, ``mcts-100``, to the pool (``examples/tic_tac_toe_mcts.yaml``; runs in
 ``ttt-mcts-s<seed>``, results in ``ttt_learning_mcts.json`` and ``docs/ttt_learning_mcts.md``);
 ``--pool mcts-minimax`` trains that pool with ``minimax_coef: 1`` (the learner pulled toward the
-moves that keep the game value, where it could lose it).
+moves that keep the game value, where it could lose it), ``mcts-minimax4`` with ``minimax_coef: 4``.
 
     python benchmarks/ttt_learning.py --seeds 0 --iterations 150 --docs
     python benchmarks/ttt_learning.py --pool mcts --seeds 0 1 2 --iterations 240 --docs
@@ -33,6 +33,7 @@ POOLS: dict[str, tuple[dict[str, float], str, dict[str, float]]] = {
     "example": (TRAIN_POPULATION, "ttt", {}),
     "mcts": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts", {}),
     "mcts-minimax": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts-minimax", {"minimax_coef": 1.0}),
+    "mcts-minimax4": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts-minimax4", {"minimax_coef": 4.0}),
 }
 
 

@@ -630,8 +630,8 @@ class Trainer:
             "reasons": Counter(t.rejected[0] for t in act_turns if t.rejected is not None), "act_turns": len(act_turns),
             "reflection_tokens": sum(len(t.completion_ids) for t in reflect_turns), "reflections": len(reflect_turns),
             "tokens": batch.generated_tokens,
-            "optimal": [sum(t.completion_ids[:1] == [token] for token in t.optimal_ids or []) for t in act_turns
-                        if t.optimal_ids],
+            "optimal": [int(t.completion_ids[:1][0] in t.optimal_ids) for t in act_turns
+                        if t.optimal_ids and t.completion_ids],
         })
         returns = np.array([row for shard in shards for row in shard["returns"]], dtype=float)
         successes = np.array([row for shard in shards for row in shard["successes"]], dtype=float)

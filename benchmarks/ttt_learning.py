@@ -214,7 +214,7 @@ def main() -> None:
     parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
     parser.add_argument("--pool", choices=sorted(POOLS), default="example",
                         help="the example's pool, or it with mcts-100 (the paper's training opponent), or that "
-                             "with minimax_coef 1")
+                             "with minimax_coef 1 (mcts-minimax) or 4 (mcts-minimax4)")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of training (2 on a 2-core machine of its own: about 1.55 times faster)")

@@ -347,7 +347,7 @@ class TrainConfig:
                              "each of an even size for its rotary positions)")
         for name in ("format_coef", "minimax_coef"):
             value = getattr(self.algo, name)
-            if not math.isfinite(value) or value < 0:
+            if isinstance(value, bool) or not math.isfinite(value) or value < 0:
                 raise ValueError(f"{name} must be a finite number >= 0, got {value}")
         coef = self.algo.equilibrium_coef
         if coef is not None and (isinstance(coef, bool) or not isinstance(coef, (int, float))

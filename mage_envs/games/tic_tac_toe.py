@@ -26,8 +26,7 @@ import functools
 
 import pyspiel
 
-from ..facts.tic_tac_toe import EMPTY, board_key, winning_line
-from ..opponents.tic_tac_toe import optimal_cells
+from ..facts.tic_tac_toe import EMPTY, board_key, optimal_cells, winning_line
 from .base import OpenSpielTextEnv
 from .text import GameText
 
@@ -128,7 +127,7 @@ class TicTacToeEnv(OpenSpielTextEnv):
 
     def optimal_actions(self) -> list[str] | None:
         """The free cells (their names) that keep the game value for the player to move
-        (:func:`~mage_envs.opponents.tic_tac_toe.optimal_cells`, the exact solution): every
+        (:func:`~mage_envs.facts.tic_tac_toe.optimal_cells`, the exact solution): every
         cell where the game is a draw with best play and no move loses it, only the winning
         ones where a win can be forced; ``None`` once the game is over.
 

@@ -29,7 +29,16 @@ from typing import Callable
 
 import pyspiel
 
-from ..facts.tic_tac_toe import EMPTY, board_key, free_cells, mark_to_move, place, winning_line
+from ..facts.tic_tac_toe import (  # noqa: F401
+    EMPTY,
+    board_key,
+    free_cells,
+    mark_to_move,
+    negamax_value,
+    optimal_cells,
+    place,
+    winning_line,
+)
 from .base import ActionProbs, Archetype, BotOpponent, OpponentFactory, PolicyOpponent, Split
 
 #: ``preferred-cell-<name>``: (cell order, split, description).
@@ -71,38 +80,6 @@ def uniform(cells: list[int]) -> dict[int, float]:
         {2: 0.5, 6: 0.5}
     """
     return {cell: 1.0 / len(cells) for cell in cells}
-
-
-# ---------------------------------------------------------------------- exact solution
-@functools.cache
-def negamax_value(board: str) -> int:
-    """The game value for the player to move on ``board``: 1 win, 0 draw, -1 loss.
-
-    Solved once per process (about 5.5k positions, memoised).
-
-    Example:
-        >>> negamax_value("........."), negamax_value("xx.oo....")  # x to move wins
-        (0, 1)
-    """
-    if winning_line(board) is not None:
-        return -1  # the previous mover completed a line
-    cells = free_cells(board)
-    if not cells:
-        return 0
-    mark = mark_to_move(board)
-    return max(-negamax_value(place(board, cell, mark)) for cell in cells)
-
-
-@functools.cache
-def optimal_cells(board: str) -> tuple[int, ...]:
-    """The free cells that keep the game value of ``board`` for the player to move.
-
-    Example:
-        >>> optimal_cells("xo.......")  # x to move; these three cells force a win
-        (3, 4, 6)
-    """
-    mark, value = mark_to_move(board), negamax_value(board)
-    return tuple(c for c in free_cells(board) if -negamax_value(place(board, c, mark)) == value)
 
 
 # ---------------------------------------------------------------------- policies

@@ -28,12 +28,14 @@ sys.path.insert(0, str(ROOT / "examples"))
 from train_tic_tac_toe import HELD_OUT, TRAIN_POPULATION, example_config  # noqa: E402
 
 STRONG = ["mcts-1000"]
+#: The example's population with the paper's training opponent.
+MCTS_POPULATION = {**TRAIN_POPULATION, "mcts-100": 1.0}
 #: pool name -> (the training population, the run folders' prefix, further settings)
 POOLS: dict[str, tuple[dict[str, float], str, dict[str, float]]] = {
     "example": (TRAIN_POPULATION, "ttt", {}),
-    "mcts": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts", {}),
-    "mcts-minimax": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts-minimax", {"minimax_coef": 1.0}),
-    "mcts-minimax4": ({**TRAIN_POPULATION, "mcts-100": 1.0}, "ttt-mcts-minimax4", {"minimax_coef": 4.0}),
+    "mcts": (MCTS_POPULATION, "ttt-mcts", {}),
+    "mcts-minimax": (MCTS_POPULATION, "ttt-mcts-minimax", {"minimax_coef": 1.0}),
+    "mcts-minimax4": (MCTS_POPULATION, "ttt-mcts-minimax4", {"minimax_coef": 4.0}),
 }
 
 

@@ -12,7 +12,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import mage_envs  # noqa: F401  (registers mage/TicTacToe-v0)
-from mage_envs.facts.tic_tac_toe import GAME, board_key, free_cells
+from mage_envs.facts.tic_tac_toe import GAME, board_key, free_cells, negamax_value, optimal_cells, place
 from mage_envs.games.tic_tac_toe import TicTacToeEnv, draw_board
 from mage_envs.opponents import list_opponents, make_opponent, sample_action
 from mage_envs.opponents.base import ActionProbs, BotOpponent, PolicyOpponent
@@ -20,8 +20,6 @@ from mage_envs.opponents.tic_tac_toe import (
     PREFERRED_ORDERS,
     greedy_policy,
     minimax_policy,
-    negamax_value,
-    optimal_cells,
     random_policy,
 )
 
@@ -289,7 +287,7 @@ def test_optimal_actions_are_the_value_keeping_cells_at_every_position_the_learn
                 names = env.optimal_actions()
                 assert names is not None and set(names) <= set(env.action_names(env.state))
                 kept = [str(cell + 1) for cell in free_cells(board)
-                        if -negamax_value(board[:cell] + "xo"[seat] + board[cell + 1:]) == value]
+                        if -negamax_value(place(board, cell, "xo"[seat])) == value]
                 assert names == kept
                 seen += len(names) < len(free_cells(board))
                 env.step(tag(sample_action(random_policy(env.state), rng)))

@@ -29,16 +29,7 @@ from typing import Callable
 
 import pyspiel
 
-from ..facts.tic_tac_toe import (  # noqa: F401
-    EMPTY,
-    board_key,
-    free_cells,
-    mark_to_move,
-    negamax_value,
-    optimal_cells,
-    place,
-    winning_line,
-)
+from ..facts.tic_tac_toe import EMPTY, board_key, free_cells, mark_to_move, optimal_cells, place, winning_line
 from .base import ActionProbs, Archetype, BotOpponent, OpponentFactory, PolicyOpponent, Split
 
 #: ``preferred-cell-<name>``: (cell order, split, description).

@@ -10,7 +10,8 @@ and, with ``--docs``, a table to ``docs/ttt_learning.md``. ``--pool mcts`` adds 
 training opponent, ``mcts-100``, to the pool (``examples/tic_tac_toe_mcts.yaml``; runs in
 ``ttt-mcts-s<seed>``, results in ``ttt_learning_mcts.json`` and ``docs/ttt_learning_mcts.md``);
 ``--pool mcts-minimax`` trains that pool with ``minimax_coef: 1`` (the learner pulled toward the
-moves that keep the game value, where it could lose it), ``mcts-minimax4`` with ``minimax_coef: 4``.
+moves that keep the game value, where it could lose it), ``mcts-minimax4`` with ``minimax_coef: 4``,
+``mcts-solver-minimax4`` that with the exact solver (``minimax``) in the pool as well.
 
     python benchmarks/ttt_learning.py --seeds 0 --iterations 150 --docs
     python benchmarks/ttt_learning.py --pool mcts --seeds 0 1 2 --iterations 240 --docs
@@ -36,6 +37,9 @@ POOLS: dict[str, tuple[dict[str, float], str, dict[str, float]]] = {
     "mcts": (MCTS_POPULATION, "ttt-mcts", {}),
     "mcts-minimax": (MCTS_POPULATION, "ttt-mcts-minimax", {"minimax_coef": 1.0}),
     "mcts-minimax4": (MCTS_POPULATION, "ttt-mcts-minimax4", {"minimax_coef": 4.0}),
+    # and the exact solver as an opponent (random among its optimal moves): the lines a strong
+    # search bot plays, which mcts-100 rarely reaches, are met in training too
+    "mcts-solver-minimax4": ({**MCTS_POPULATION, "minimax": 1.0}, "ttt-mcts-solver-minimax4", {"minimax_coef": 4.0}),
 }
 
 
@@ -55,9 +59,20 @@ def train(seed: int, iterations: int, out: Path, pool: str = "example", threads:
     return folder
 
 
-def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) -> dict:
-    """Reports of the untrained and the trained policy (each written once per checkpoint and
-    meta-episode count, then read back).
+def temperature_tag(temperature: float | None, sep: str = "-") -> str:
+    """What evaluation files' names add for an evaluation temperature other than the run's.
+
+    Example:
+        >>> temperature_tag(None), temperature_tag(0.1), temperature_tag(0.5, "_")
+        ('', '-t0.1', '_t0.5')
+    """
+    return "" if temperature is None else f"{sep}t{temperature:g}"
+
+
+def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int, temperature: float | None = None) -> dict:
+    """Reports of the untrained and the trained policy (each written once per checkpoint,
+    meta-episode count and sampling temperature, then read back); ``temperature`` replaces the
+    run's own (1.0) in the evaluation only.
     Against ``mcts-1000`` no oracle runs (estimating its best response would search the whole
     tree with the bot at every position); a draw is what perfect play gets against it."""
     from mage_agent.build import build_policy, population_of
@@ -68,11 +83,14 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int) ->
     checkpoint = latest_checkpoint(folder / "checkpoints")
     assert checkpoint is not None
     config = TrainConfig.from_dict(json.loads((checkpoint / "state.json").read_text())["config"])
+    tag = temperature_tag(temperature)
+    if temperature is not None:
+        config = apply_overrides(config, {"temperature": temperature})
     reports = {}
     for stage, start in (("untrained", None), ("trained", checkpoint)):
         name = "untrained" if start is None else start.name   # a longer run or other counts: new files
-        pool = folder / f"eval-{name}-pool-{meta_episodes}.json"
-        strong = folder / f"eval-{name}-strong-{strong_meta_episodes}.json"
+        pool = folder / f"eval-{name}-pool-{meta_episodes}{tag}.json"
+        strong = folder / f"eval-{name}-strong-{strong_meta_episodes}{tag}.json"
         if not (pool.exists() and strong.exists()):
             policy = build_policy(config, folder, start)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,
@@ -172,7 +190,8 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
     return rows
 
 
-def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str = "example") -> None:
+def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str = "example",
+               temperature: float | None = None) -> None:
     command, source = (("python benchmarks/ttt_learning.py", "`examples/train_tic_tac_toe.py`'s configuration")
                        if pool == "example" else
                        (f"python benchmarks/ttt_learning.py --pool {pool}",
@@ -180,7 +199,11 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str 
                         "(`examples/tic_tac_toe_mcts.yaml`)" + (
                             f", and {', '.join(f'`{k}: {v:g}`' for k, v in POOLS[pool][2].items())}"
                             if POOLS[pool][2] else "")))
+    if temperature is not None:
+        command += f" --eval-temperature {temperature:g}"
     title = {"example": "", "mcts": ": mcts-100 in the pool"}.get(pool, f": mcts-100 in the pool ({pool})")
+    if temperature is not None:
+        title += f", evaluated at temperature {temperature:g}"
     lines = ["# Tic-Tac-Toe learning result" + title, "",
              f"`{command}` — {source}, "
              f"{iterations} iterations, the embedded tiny model on CPU. Three games per meta-episode on one seat; "
@@ -216,19 +239,23 @@ def main() -> None:
     parser.add_argument("--strong-meta-episodes", type=int, default=40, help="against mcts-1000")
     parser.add_argument("--pool", choices=sorted(POOLS), default="example",
                         help="the example's pool, or it with mcts-100 (the paper's training opponent), or that "
-                             "with minimax_coef 1 (mcts-minimax) or 4 (mcts-minimax4)")
+                             "with minimax_coef 1 (mcts-minimax) or 4 (mcts-minimax4), or that with the solver in the "
+                             "pool (mcts-solver-minimax4)")
     parser.add_argument("--output-dir", type=Path, default=Path("runs/ttt-learning"))
     parser.add_argument("--threads", type=int, default=1,
                         help="torch threads of training (2 on a 2-core machine of its own: about 1.55 times faster)")
     parser.add_argument("--results", type=Path, default=None,
                         help="default: benchmarks/results/ttt_learning.json (ttt_learning_<pool>.json for another pool)")
+    parser.add_argument("--eval-temperature", type=float, default=None,
+                        help="evaluate at this sampling temperature instead of the run's 1.0 (results and docs "
+                             "get a _t<T> suffix)")
     parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning[_<pool>].md")
     args = parser.parse_args()
-    suffix = "" if args.pool == "example" else f"_{args.pool}"
+    suffix = ("" if args.pool == "example" else f"_{args.pool}") + temperature_tag(args.eval_temperature, "_")
     if args.results is None:
         args.results = ROOT / "benchmarks" / "results" / f"ttt_learning{suffix}.json"
     by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir, args.pool, args.threads), args.meta_episodes,
-                                  args.strong_meta_episodes) for seed in args.seeds}
+                                  args.strong_meta_episodes, args.eval_temperature) for seed in args.seeds}
     summary = {seed: {key: {name: {k: r[k] for k in ("mean_return_by_episode", "win_rate_by_episode",
                                                      "draw_rate_by_episode", "loss_rate_by_episode",
                                                      "stderr_return_by_episode")}
@@ -237,7 +264,7 @@ def main() -> None:
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
     if args.docs:
-        write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool)
+        write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool, args.eval_temperature)
     for seed, reports in by_seed.items():
         for name, result in reports["trained/pool"]["opponents"].items():
             print(f"seed {seed} {name:<30} W/D/L by game {' '.join(rates(result))}")

@@ -91,12 +91,15 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int, te
         name = "untrained" if start is None else start.name   # a longer run or other counts: new files
         pool = folder / f"eval-{name}-pool-{meta_episodes}{tag}.json"
         strong = folder / f"eval-{name}-strong-{strong_meta_episodes}{tag}.json"
-        if not (pool.exists() and strong.exists()):
-            policy = build_policy(config, folder, start)
-            evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": meta_episodes}), pool,
-                            f"ttt-{stage}", verbose=False, opponents=list(population_of(config)) + HELD_OUT)
-            evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": strong_meta_episodes}), strong,
-                            f"ttt-{stage}", verbose=False, opponents=STRONG, oracle=False)
+        # path -> (meta-episodes, opponents, oracle values); each runs only if its file is missing
+        evaluations = {pool: (meta_episodes, list(population_of(config)) + HELD_OUT, True),
+                       strong: (strong_meta_episodes, STRONG, False)}
+        missing = {path: spec for path, spec in evaluations.items() if not path.exists()}
+        policy = build_policy(config, folder, start) if missing else None
+        for path, (count, opponents, oracle) in missing.items():
+            assert policy is not None
+            evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": count}), path, f"ttt-{stage}",
+                            verbose=False, opponents=opponents, oracle=oracle)
         reports[f"{stage}/pool"] = json.loads(pool.read_text())
         reports[f"{stage}/strong"] = json.loads(strong.read_text())
     return reports
@@ -190,8 +193,37 @@ def over_seeds(by_seed: dict[int, dict]) -> list[str]:
     return rows
 
 
+def paired_rows(summary: dict, other: dict) -> list[str]:
+    """Table rows of the trained final game against ``other`` (another pool's stored results,
+    the same seeds), paired by seed: the mean difference of the loss rate and of the return,
+    each with the half-width of its 95% interval, per opponent both evaluated.
+
+    Example:
+        >>> final = lambda loss, r: {"trained/pool": {}, "trained/strong": {"mcts-1000": {
+        ...     "loss_rate_by_episode": [0.5, loss], "mean_return_by_episode": [0.0, r]}}}
+        >>> paired_rows({"0": final(0.0, 0.0), "1": final(0.1, -0.1)}, {"0": final(0.5, -0.5), "1": final(0.4, -0.4)})
+        ['| mcts-1000 | 0.050 | 0.450 | -0.400 ± 1.271 | +0.400 ± 1.271 |']
+    """
+    from learning import mean_ci
+
+    seeds = [seed for seed in summary if seed in other]
+    rows = []
+    for pool in ("trained/pool", "trained/strong"):
+        for name in summary[seeds[0]][pool]:
+            if any(name not in other[seed][pool] for seed in seeds):
+                continue
+            final = {key: [[results[seed][pool][name][key][-1] for seed in seeds] for results in (summary, other)]
+                     for key in ("loss_rate_by_episode", "mean_return_by_episode")}
+            ours, theirs = final["loss_rate_by_episode"]
+            loss = mean_ci([a - b for a, b in zip(ours, theirs)])
+            gain = mean_ci([a - b for a, b in zip(*final["mean_return_by_episode"])])
+            rows.append(f"| {name} | {sum(ours) / len(ours):.3f} | {sum(theirs) / len(theirs):.3f} | "
+                        f"{loss[0]:+.3f} ± {loss[1]:.3f} | {gain[0]:+.3f} ± {gain[1]:.3f} |")
+    return rows
+
+
 def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str = "example",
-               temperature: float | None = None) -> None:
+               temperature: float | None = None, paired: tuple[str, list[str]] | None = None) -> None:
     command, source = (("python benchmarks/ttt_learning.py", "`examples/train_tic_tac_toe.py`'s configuration")
                        if pool == "example" else
                        (f"python benchmarks/ttt_learning.py --pool {pool}",
@@ -216,6 +248,14 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str 
                   "| opponent | role | untrained final game | trained game 1 | trained final game | "
                   "trained final game W/D/L (%) | best response |",
                   "|---|---|---|---|---|---|---|", *over_seeds(by_seed), ""]
+    if paired is not None:
+        other, rows = paired
+        lines += [f"## Against `{other}`, paired by seed", "",
+                  f"The trained final game beside the same seeds' in `benchmarks/results/{other}.json`: loss rates "
+                  "(mean over seeds) and the differences (this pool minus that one) with the half-width of their "
+                  "95% interval.", "",
+                  "| opponent | loss rate | loss rate there | loss rate, difference | return, difference |",
+                  "|---|---|---|---|---|", *rows, ""]
     for seed, reports in by_seed.items():
         lines += [f"## Seed {seed}", "", room_for_adaptation(reports["trained/pool"]), "",
                   "| opponent | role | untrained: game 1, 2, 3 | trained: game 1, 2, 3 | "
@@ -249,6 +289,9 @@ def main() -> None:
     parser.add_argument("--eval-temperature", type=float, default=None,
                         help="evaluate at this sampling temperature instead of the run's 1.0 (results and docs "
                              "get a _t<T> suffix)")
+    parser.add_argument("--compare-with", type=Path, default=None, metavar="RESULTS",
+                        help="another pool's results JSON (the same seeds): the docs add the final game's loss "
+                             "rate and return against it, paired by seed")
     parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning[_<pool>].md")
     args = parser.parse_args()
     suffix = ("" if args.pool == "example" else f"_{args.pool}") + temperature_tag(args.eval_temperature, "_")
@@ -256,15 +299,20 @@ def main() -> None:
         args.results = ROOT / "benchmarks" / "results" / f"ttt_learning{suffix}.json"
     by_seed = {seed: evaluate_run(train(seed, args.iterations, args.output_dir, args.pool, args.threads), args.meta_episodes,
                                   args.strong_meta_episodes, args.eval_temperature) for seed in args.seeds}
-    summary = {seed: {key: {name: {k: r[k] for k in ("mean_return_by_episode", "win_rate_by_episode",
+    summary = {str(seed): {key: {name: {k: r[k] for k in ("mean_return_by_episode", "win_rate_by_episode",
                                                      "draw_rate_by_episode", "loss_rate_by_episode",
                                                      "stderr_return_by_episode")}
                             for name, r in report["opponents"].items()} for key, report in reports.items()}
                for seed, reports in by_seed.items()}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
+    paired = None
+    if args.compare_with is not None:
+        paired = (args.compare_with.stem,
+                  paired_rows(summary, json.loads(args.compare_with.read_text())["results"]))
     if args.docs:
-        write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool, args.eval_temperature)
+        write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool, args.eval_temperature,
+                   paired)
     for seed, reports in by_seed.items():
         for name, result in reports["trained/pool"]["opponents"].items():
             print(f"seed {seed} {name:<30} W/D/L by game {' '.join(rates(result))}")

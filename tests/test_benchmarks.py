@@ -225,6 +225,14 @@ def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):
                               result["loss_rate_by_episode"]):
             assert len(result["win_rate_by_episode"]) == 3 and w + d + loss == pytest.approx(1.0)
     assert "mcts-1000" in done.stdout
+    # the finished run evaluated again at another temperature: new files beside the first ones
+    again = subprocess.run(command[:-1] + [str(tmp_path / "ttt-t.json"), "--eval-temperature", "0.5"],
+                           capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0, again.stderr[-3000:]
+    folder = tmp_path / "runs" / "ttt-mcts-s0"
+    assert {path.name for path in folder.glob("eval-*-t0.5.json")} == {
+        f"eval-{stage}-{pool}-t0.5.json" for stage in ("untrained", "iter-000001") for pool in ("pool-2", "strong-1")}
+    assert json.loads((tmp_path / "ttt-t.json").read_text())["args"]["eval_temperature"] == "0.5"
 
 
 def test_ttt_learning_summarises_opponents_over_seeds():

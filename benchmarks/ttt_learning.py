@@ -94,10 +94,12 @@ def evaluate_run(folder: Path, meta_episodes: int, strong_meta_episodes: int, te
         # path -> (meta-episodes, opponents, oracle values); each runs only if its file is missing
         evaluations = {pool: (meta_episodes, list(population_of(config)) + HELD_OUT, True),
                        strong: (strong_meta_episodes, STRONG, False)}
-        missing = {path: spec for path, spec in evaluations.items() if not path.exists()}
-        policy = build_policy(config, folder, start) if missing else None
-        for path, (count, opponents, oracle) in missing.items():
-            assert policy is not None
+        policy = None
+        for path, (count, opponents, oracle) in evaluations.items():
+            if path.exists():
+                continue
+            if policy is None:
+                policy = build_policy(config, folder, start)
             evaluate_policy(policy, apply_overrides(config, {"eval_meta_episodes": count}), path, f"ttt-{stage}",
                             verbose=False, opponents=opponents, oracle=oracle)
         reports[f"{stage}/pool"] = json.loads(pool.read_text())
@@ -207,23 +209,28 @@ def paired_rows(summary: dict, other: dict) -> list[str]:
     from learning import mean_ci
 
     seeds = [seed for seed in summary if seed in other]
+    if not seeds:
+        raise ValueError(f"nothing to pair: the results compared with hold seeds {sorted(other)}, these {sorted(summary)}")
     rows = []
     for pool in ("trained/pool", "trained/strong"):
         for name in summary[seeds[0]][pool]:
             if any(name not in other[seed][pool] for seed in seeds):
                 continue
-            final = {key: [[results[seed][pool][name][key][-1] for seed in seeds] for results in (summary, other)]
-                     for key in ("loss_rate_by_episode", "mean_return_by_episode")}
-            ours, theirs = final["loss_rate_by_episode"]
+
+            def finals(results: dict, key: str) -> list[float]:
+                return [results[seed][pool][name][key][-1] for seed in seeds]
+
+            ours, theirs = finals(summary, "loss_rate_by_episode"), finals(other, "loss_rate_by_episode")
             loss = mean_ci([a - b for a, b in zip(ours, theirs)])
-            gain = mean_ci([a - b for a, b in zip(*final["mean_return_by_episode"])])
+            gain = mean_ci([a - b for a, b in zip(finals(summary, "mean_return_by_episode"),
+                                                  finals(other, "mean_return_by_episode"))])
             rows.append(f"| {name} | {sum(ours) / len(ours):.3f} | {sum(theirs) / len(theirs):.3f} | "
                         f"{loss[0]:+.3f} ± {loss[1]:.3f} | {gain[0]:+.3f} ± {gain[1]:.3f} |")
     return rows
 
 
 def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str = "example",
-               temperature: float | None = None, paired: tuple[str, list[str]] | None = None) -> None:
+               temperature: float | None = None, paired: tuple[Path, list[str]] | None = None) -> None:
     command, source = (("python benchmarks/ttt_learning.py", "`examples/train_tic_tac_toe.py`'s configuration")
                        if pool == "example" else
                        (f"python benchmarks/ttt_learning.py --pool {pool}",
@@ -250,8 +257,8 @@ def write_docs(by_seed: dict[int, dict], iterations: int, path: Path, pool: str 
                   "|---|---|---|---|---|---|---|", *over_seeds(by_seed), ""]
     if paired is not None:
         other, rows = paired
-        lines += [f"## Against `{other}`, paired by seed", "",
-                  f"The trained final game beside the same seeds' in `benchmarks/results/{other}.json`: loss rates "
+        lines += [f"## Against `{other.stem}`, paired by seed", "",
+                  f"The trained final game beside the same seeds' in `{other.as_posix()}`: loss rates "
                   "(mean over seeds) and the differences (this pool minus that one) with the half-width of their "
                   "95% interval.", "",
                   "| opponent | loss rate | loss rate there | loss rate, difference | return, difference |",
@@ -290,8 +297,8 @@ def main() -> None:
                         help="evaluate at this sampling temperature instead of the run's 1.0 (results and docs "
                              "get a _t<T> suffix)")
     parser.add_argument("--compare-with", type=Path, default=None, metavar="RESULTS",
-                        help="another pool's results JSON (the same seeds): the docs add the final game's loss "
-                             "rate and return against it, paired by seed")
+                        help="another pool's results JSON (the same seeds): with --docs, the docs add the final "
+                             "game's loss rate and return against it, paired by seed")
     parser.add_argument("--docs", action="store_true", help="also write docs/ttt_learning[_<pool>].md")
     args = parser.parse_args()
     suffix = ("" if args.pool == "example" else f"_{args.pool}") + temperature_tag(args.eval_temperature, "_")
@@ -306,11 +313,9 @@ def main() -> None:
                for seed, reports in by_seed.items()}
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps({"args": {k: str(v) for k, v in vars(args).items()}, "results": summary}, indent=1))
-    paired = None
-    if args.compare_with is not None:
-        paired = (args.compare_with.stem,
-                  paired_rows(summary, json.loads(args.compare_with.read_text())["results"]))
     if args.docs:
+        paired = None if args.compare_with is None else (
+            args.compare_with, paired_rows(summary, json.loads(args.compare_with.read_text())["results"]))
         write_docs(by_seed, args.iterations, ROOT / "docs" / f"ttt_learning{suffix}.md", args.pool, args.eval_temperature,
                    paired)
     for seed, reports in by_seed.items():

@@ -138,7 +138,8 @@ def evaluate_policy(
     oracle: bool = True, transcript_steps: int | None = TRANSCRIPT_STEPS, sampler: Sampler | None = None,
 ) -> dict:
     """Evaluate on the training and held-out archetypes (or ``opponents``); write ``path``
-    (JSON) and a PNG, and print the table unless ``verbose`` is false. ``oracle=False``
+    (JSON, with the ``sampling`` the answers were drawn with) and a PNG, and print the table
+    unless ``verbose`` is false. ``oracle=False``
     leaves out the oracle values (an estimate against a search bot costs a tree search).
 
     ``agent`` defaults to the policy itself (sampling as in training, through ``sampler``
@@ -165,6 +166,7 @@ def evaluate_policy(
                           for k, v in data["env_kwargs"].items()}
     population = population_of(config)
     data["training_population"] = population
+    data["sampling"] = dataclasses.asdict(agent.sampling)   # what the answers were drawn with
     nonadaptive = None
     game_string = game_of(game)  # not None when there is a population
     if population and game_string and all(o.get("best_response_exact") for o in data["opponents"].values()):

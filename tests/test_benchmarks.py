@@ -232,6 +232,9 @@ def test_ttt_learning_trains_and_reports_every_game_index(tmp_path):
     folder = tmp_path / "runs" / "ttt-mcts-s0"
     assert {path.name for path in folder.glob("eval-*-t0.5.json")} == {
         f"eval-{stage}-{pool}-t0.5.json" for stage in ("untrained", "iter-000001") for pool in ("pool-2", "strong-1")}
+    for path in folder.glob("eval-*.json"):   # the temperature reached the sampler of each evaluation
+        expected = 0.5 if path.stem.endswith("-t0.5") else 1.0
+        assert json.loads(path.read_text())["sampling"]["temperature"] == expected, path.name
     assert json.loads((tmp_path / "ttt-t.json").read_text())["args"]["eval_temperature"] == "0.5"
 
 

@@ -26,6 +26,13 @@ success by attempt index beside the expert's own on the same meta-episodes:
 
     python benchmarks/capacity.py --config examples/household.yaml --meta-episodes 60 --steps 400
 
+``--choose-by text`` asks instead whether the numbering is the limit: the task's commands are
+listed by name (``action_labels: none``) and the model picks one by the likelihood of its own
+words (:class:`TextChooser`), fitted and evaluated that way:
+
+    python benchmarks/capacity.py --config examples/household.yaml --meta-episodes 60 --steps 400 \
+        --batch 16 --choose-by text
+
 ``--config`` checks another model and prompt the same way (a `mage train` config: its model,
 adapter, prompt style and dtype), e.g. SmolLM2 with LoRA and the natural-language prompt (its
 adapters on the last 6 layers run through a :class:`FrozenTrunk`, which needs float32):
@@ -108,10 +115,11 @@ def expert_turns(config, meta_episodes: int, seed: int) -> list[tuple[str, tuple
     return rows
 
 
-def task_report(policy, config, out: Path) -> dict[str, Any]:
-    """A single-agent task's evaluation: success by attempt index of ``policy`` and of the
-    expert on the same meta-episodes, on the config's evaluation instances (``eval``) and on
-    its training instances (``train``: what the fit reaches on the games it was fitted on)."""
+def task_report(policy, config, out: Path, chooser: TextChooser | None = None) -> dict[str, Any]:
+    """A single-agent task's evaluation: success by attempt index of ``policy`` (or of
+    ``chooser``) and of the expert on the same meta-episodes, on the config's evaluation
+    instances (``eval``) and on its training instances (``train``: what the fit reaches on
+    the games it was fitted on)."""
     from single_agent import ExpertAgent  # benchmarks/, the script's folder
 
     from mage_agent.build import eval_env_kwargs
@@ -123,8 +131,13 @@ def task_report(policy, config, out: Path) -> dict[str, Any]:
         **config.env.eval_env_options, "instance_split": config.env.env_options.get("instance_split", "all")}})}
     result: dict[str, Any] = {"eval_meta_episodes": config.run.eval_meta_episodes}
     for split, evaluated in splits.items():
-        report = evaluate_policy(policy, evaluated, out / f"eval_{split}.json", "supervised", progress=False,
-                                 verbose=False, oracle=False)
+        if chooser is None:
+            report = evaluate_policy(policy, evaluated, out / f"eval_{split}.json", "supervised", progress=False,
+                                     verbose=False, oracle=False)
+        else:
+            report = evaluate(chooser, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
+                              seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
+                              progress=False, agent_name="supervised-text").to_dict()
         expert = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
                           seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
                           progress=False, agent_name="expert", make_agent=ExpertAgent)
@@ -214,8 +227,10 @@ class FrozenTrunk:
 
 
 def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int, full_batch: bool = False,
-                     top_layers: int = 0, cosine: bool = False) -> tuple[list[float], dict[tuple, float]]:
-    """Cross-entropy on the oracle's action token among the legal action tokens: on
+                     top_layers: int = 0, cosine: bool = False,
+                     chooser: TextChooser | None = None) -> tuple[list[float], dict[tuple, float]]:
+    """Cross-entropy on the oracle's action token among the legal action tokens (with
+    ``chooser``: on the oracle's command among the legal commands, by their words): on
     ``batch`` turns drawn at random per step, or (``full_batch``) on every distinct turn,
     weighted by how often it occurs (the same expected loss, for a model slow per row), in
     micro-batches sized to the trainer's activation budget; with an adapter on the
@@ -230,8 +245,9 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     unique = list(distinct)
     place = {turn: i for i, turn in enumerate(unique)}
     prompts = policy.encode_prompts([r[0] for r in unique])
-    allowed = [policy.single_token_ids(r[1]) for r in unique]
-    targets = [policy.single_token_ids([r[2]]) for r in unique]
+    one_token = chooser is None
+    allowed = [policy.single_token_ids(r[1]) for r in unique] if one_token else []
+    targets = [policy.single_token_ids([r[2]]) for r in unique] if one_token else []
     target_ids = [t[0] for t in targets]
     weights = torch.tensor([distinct[r] for r in unique], dtype=torch.float32)
     weights = (weights / weights.sum()).to(policy.device)
@@ -240,6 +256,9 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
     trunk = FrozenTrunk(policy, prompts, top_layers) if top_layers else None
 
     def score(chosen: list[int], through_trunk: bool = True) -> torch.Tensor:
+        if chooser is not None:
+            choices = chooser.logprobs([prompts[i] for i in chosen], [unique[i][1] for i in chosen])
+            return torch.stack([lp[unique[i][1].index(unique[i][2])] for lp, i in zip(choices, chosen)])
         if trunk is not None and through_trunk:
             return trunk.logprobs(prompts, chosen, target_ids, allowed)
         logprobs, _, _ = policy.completion_logprobs([prompts[i] for i in chosen], [targets[i] for i in chosen],
@@ -275,6 +294,50 @@ def train_supervised(policy, rows, steps: int, batch: int, lr: float, seed: int,
         final = torch.cat([score(part) for part in parts]).tolist()
     order = [i for part in parts for i in part]
     return losses, {unique[i]: lp for i, lp in zip(order, final)}
+
+
+class TextChooser:
+    """Picks one of a turn's legal commands by the likelihood of the command's own words: its
+    tokens, then the end of sequence, scored after the prompt, and a softmax over the
+    commands (how GLAM lets a language model choose among an environment's actions). For a
+    model that cannot name a command in one token; ``act_batch`` samples at temperature 1.
+
+    Example:
+        >>> from mage_agent.policy import Policy
+        >>> from mage_agent.tiny import build_model, build_tokenizer
+        >>> tok = build_tokenizer(["open take fridge apple 1"])
+        >>> chooser = TextChooser(Policy(build_model(tok), tok))
+        >>> logprobs = chooser.logprobs([chooser.policy.encode_prompt("take")], [("open fridge 1", "take apple 1")])
+        >>> logprobs[0].shape, round(float(logprobs[0].exp().sum()), 4)
+        (torch.Size([2]), 1.0)
+    """
+
+    def __init__(self, policy, seed: int = 0) -> None:
+        self.policy = policy
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def logprobs(self, prompts: list[list[int]], commands: list[tuple[str, ...]]) -> list[torch.Tensor]:
+        """Per prompt, the log-probabilities of choosing each of its commands."""
+        end = self.policy.tokenizer.eos_token_id
+        rows = [(prompt, list(tokens) + [end]) for prompt, names in zip(prompts, commands)
+                for tokens in self.policy.encode_words(list(names))]
+        scored, _, _ = self.policy.completion_logprobs([r[0] for r in rows], [r[1] for r in rows])
+        totals = scored.sum(-1).split([len(names) for names in commands])
+        return [torch.log_softmax(total, 0) for total in totals]
+
+    def act_batch(self, observations: list[str], infos: list[dict]) -> list[str]:
+        acting = [i for i, info in enumerate(infos) if info.get("phase", "act") == "act"]
+        answers = ["<reflection></reflection>"] * len(infos)
+        with torch.no_grad():
+            chosen = self.logprobs(self.policy.encode_prompts([observations[i] for i in acting]),
+                                   [tuple(infos[i]["legal_actions"]) for i in acting])
+        for i, logprobs in zip(acting, chosen):
+            pick = int(torch.multinomial(logprobs.exp(), 1, generator=self.generator))
+            answers[i] = f"<action>{infos[i]['legal_actions'][pick]}</action>"
+        return answers
+
+    def __call__(self, observation: str, info: dict) -> str:
+        return self.act_batch([observation], [info])[0]
 
 
 def fit_by_hand(rows, last: dict[tuple, float], unit: str = "hand", joiner: str = "vs") -> dict[str, dict[str, float]]:
@@ -318,6 +381,9 @@ def main() -> None:
     parser.add_argument("--only-hands", type=int, nargs="+", default=None, metavar="N",
                         help="fit the turns of these hands (attempts), counted from 1, only: whether their "
                              "decisions fit on their own, apart from the other hands' labels")
+    parser.add_argument("--choose-by", choices=["token", "text"], default="token",
+                        help="a task's commands: one token each (numbers, as the config says), or listed by name "
+                             "and chosen by the likelihood of their words (TextChooser)")
     parser.add_argument("--save-adapter", default=None, metavar="DIR", help="save the trained adapter (or model) here")
     parser.add_argument("--fit-only", action="store_true",
                         help="stop after the fit (losses and fit by hand): no evaluation of the fitted model")
@@ -343,8 +409,12 @@ def main() -> None:
     for setting in args.set:
         name, _, value = setting.partition("=")
         overrides[name] = json.loads(value)
+    if args.choose_by == "text":
+        overrides["env_options"] = {**base.env.env_options, **overrides.get("env_options", {}), "action_labels": "none"}
     config = apply_overrides(base, overrides)
     single_agent = not population_of(config)   # a task: its expert is the oracle
+    if args.choose_by == "text" and not single_agent:
+        parser.error("--choose-by text is for a single-agent task's config (--config examples/household.yaml)")
     policy = build_policy(config, out)
     torch.set_num_threads(threads_for(config.run.threads, policy.model))
     rows = (expert_turns(config, args.meta_episodes, args.seed) if single_agent
@@ -356,9 +426,10 @@ def main() -> None:
         labels.setdefault(prompt, set()).add(action)
     ambiguous = sum(len(actions) > 1 for actions in labels.values())
     started = time.perf_counter()
+    chooser = TextChooser(policy, args.seed) if args.choose_by == "text" else None
     losses, last = train_supervised(policy, rows, args.steps, args.batch, args.learning_rate, args.seed,
                                     args.full_batch, config.model.lora_top_layers if config.model.lora else 0,
-                                    args.cosine)
+                                    args.cosine, chooser)
     training_seconds = time.perf_counter() - started
     if args.save_adapter:
         policy.model.save_pretrained(args.save_adapter)
@@ -379,11 +450,12 @@ def main() -> None:
         return
     if single_agent:
         del result["styles"]
-        result.update(env_options=dict(config.env.env_options), **task_report(policy, config, out))
+        result.update(env_options=dict(config.env.env_options), **task_report(policy, config, out, chooser))
         print(f"{len(rows)} expert turns, {len(labels)} prompts, final loss {result['final_loss']:.4f}; success by "
               f"attempt on evaluation games {result['eval']['success_by_attempt']}, on training games "
               f"{result['train']['success_by_attempt']} (expert {result['eval']['expert_success_by_attempt']})")
-        path = ROOT / (args.output or f"benchmarks/results/capacity-{Path(args.config).stem}.json")
+        by_text = "-text" if chooser is not None else ""
+        path = ROOT / (args.output or f"benchmarks/results/capacity-{Path(args.config).stem}{by_text}.json")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(result, indent=1))
         return

@@ -311,6 +311,31 @@ def test_capacity_only_hands_fits_the_final_hand_alone(tmp_path):
     assert {key.split(" vs ")[0] for key in fit} == {"hand 3"} and fit["hand 3"]["turns"] == result["turns"] > 0
 
 
+def test_capacity_text_chooser_fits_commands_by_their_words_and_answers_a_legal_one():
+    pytest.importorskip("torch")
+    import torch
+
+    sys.path.insert(0, str(SCRIPT.parent))
+    from capacity import TextChooser, train_supervised
+
+    from mage_agent.policy import Policy
+    from mage_agent.tiny import build_model, build_tokenizer
+
+    torch.manual_seed(0)
+    tok = build_tokenizer(["goal apple fridge take open put in 1 2"])
+    chooser = TextChooser(Policy(build_model(tok), tok), seed=0)
+    commands = ("take apple 1", "take apple 2", "open fridge 1", "put apple 1 in fridge 1")
+    # the same first two words in two commands: the choice must read past them
+    rows = [("goal apple 2", commands, "take apple 2", 0, ""), ("goal fridge", commands, "open fridge 1", 0, ""),
+            ("goal put", commands, "put apple 1 in fridge 1", 0, "")]
+    losses, last = train_supervised(chooser.policy, rows, steps=60, batch=3, lr=1e-2, seed=0, chooser=chooser)
+    assert losses[0] > 1.0 > 0.1 > losses[-1]
+    assert all(logprob > np.log(0.9) for logprob in last.values())
+    infos = [{"phase": "act", "legal_actions": list(commands)}, {"phase": "reflect"}]
+    answers = chooser.act_batch(["goal fridge", "what happened?"], infos)
+    assert answers == ["<action>open fridge 1</action>", "<reflection></reflection>"]
+
+
 def test_a_killed_learning_run_continues_from_its_last_checkpoint(tmp_path, monkeypatch, capsys):
     sys.path.insert(0, str(SCRIPT.parent))
     import learning

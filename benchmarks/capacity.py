@@ -131,16 +131,15 @@ def task_report(policy, config, out: Path, chooser: TextChooser | None = None) -
         **config.env.eval_env_options, "instance_split": config.env.env_options.get("instance_split", "all")}})}
     result: dict[str, Any] = {"eval_meta_episodes": config.run.eval_meta_episodes}
     for split, evaluated in splits.items():
+        # the expert's (and a chooser's) meta-episodes are the policy's: same seeds, same instances
+        same = {"meta_episodes": config.run.eval_meta_episodes, "seed": config.run.eval_seed,
+                "env_kwargs": eval_env_kwargs(evaluated), "oracle": False, "progress": False}
         if chooser is None:
             report = evaluate_policy(policy, evaluated, out / f"eval_{split}.json", "supervised", progress=False,
                                      verbose=False, oracle=False)
         else:
-            report = evaluate(chooser, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
-                              seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
-                              progress=False, agent_name="supervised-text").to_dict()
-        expert = evaluate(None, config.env.env_id, meta_episodes=config.run.eval_meta_episodes,
-                          seed=config.run.eval_seed, env_kwargs=eval_env_kwargs(evaluated), oracle=False,
-                          progress=False, agent_name="expert", make_agent=ExpertAgent)
+            report = evaluate(chooser, config.env.env_id, agent_name="supervised-text", **same).to_dict()
+        expert = evaluate(None, config.env.env_id, agent_name="expert", make_agent=ExpertAgent, **same)
         result[split] = {"env_options": dict(evaluated.env.eval_env_options),
                          "success_by_attempt": list(report["opponents"]["default"]["success_by_episode"]),
                          "expert_success_by_attempt": list(expert.opponents["default"].success_by_episode)}

@@ -211,19 +211,20 @@ def paired_rows(summary: dict, other: dict) -> list[str]:
     seeds = [seed for seed in summary if seed in other]
     if not seeds:
         raise ValueError(f"nothing to pair: the results compared with hold seeds {sorted(other)}, these {sorted(summary)}")
+
+    def finals(results: dict, pool: str, name: str, key: str) -> list[float]:
+        """The final game's ``key`` against ``name`` on each paired seed."""
+        return [results[seed][pool][name][key][-1] for seed in seeds]
+
     rows = []
     for pool in ("trained/pool", "trained/strong"):
         for name in summary[seeds[0]][pool]:
             if any(name not in other[seed][pool] for seed in seeds):
                 continue
-
-            def finals(results: dict, key: str) -> list[float]:
-                return [results[seed][pool][name][key][-1] for seed in seeds]
-
-            ours, theirs = finals(summary, "loss_rate_by_episode"), finals(other, "loss_rate_by_episode")
+            ours, theirs = (finals(results, pool, name, "loss_rate_by_episode") for results in (summary, other))
             loss = mean_ci([a - b for a, b in zip(ours, theirs)])
-            gain = mean_ci([a - b for a, b in zip(finals(summary, "mean_return_by_episode"),
-                                                  finals(other, "mean_return_by_episode"))])
+            gain = mean_ci([a - b for a, b in zip(*(finals(results, pool, name, "mean_return_by_episode")
+                                                    for results in (summary, other)))])
             rows.append(f"| {name} | {sum(ours) / len(ours):.3f} | {sum(theirs) / len(theirs):.3f} | "
                         f"{loss[0]:+.3f} ± {loss[1]:.3f} | {gain[0]:+.3f} ± {gain[1]:.3f} |")
     return rows
